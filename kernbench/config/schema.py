@@ -1,0 +1,203 @@
+"""Structured-config schemas: every key a user can type, with its type and default.
+
+This module owns the *shape* of the configuration (DESIGN §2, §8). YAML files under
+``conf/`` hold values only and are checked against these dataclasses by OmegaConf,
+so an unknown key or a wrong type is an error naming the key. Cross-field rules
+(divisibility, positivity) live in :mod:`kernbench.config.validate`; registration
+with Hydra's ConfigStore lives in :mod:`kernbench.config.store`.
+
+Units are part of every name: ``_ns`` nanoseconds, ``_gbs`` GB/s (= bytes/ns),
+``_bytes`` bytes, ``_cycles`` cycles, ``_ghz`` GHz.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING
+
+
+class HbmMappingMode(Enum):
+    """How a PE's pseudo-channels are modelled (ADR-0011 D-LA2)."""
+
+    one_to_one = "one_to_one"
+    n_to_one = "n_to_one"
+
+
+class AddressModel(Enum):
+    """Which address space kernels see (ADR-0011)."""
+
+    pa = "pa"
+    va = "va"
+    la = "la"
+
+
+class ExecPath(Enum):
+    """How kernel code is driven (DESIGN §3.5)."""
+
+    replay = "replay"
+    greenlet = "greenlet"
+
+
+class StreamOp(Enum):
+    read = "read"
+    write = "write"
+    copy = "copy"
+
+
+@dataclass
+class MemoryMapConfig:
+    """HBM organisation of one cube (ADR-0011 D-LA2); `channel_mapping` lands here."""
+
+    hbm_mapping_mode: HbmMappingMode = HbmMappingMode.n_to_one
+    hbm_pseudo_channels: int = 64
+    # Derived as hbm_pseudo_channels / pes_per_cube; a given value must agree.
+    hbm_channels_per_pe: int | None = None
+    hbm_channel_bw_gbs: float = 32.0
+    hbm_channel_bytes: int = 256 * 1024 * 1024
+    interleave_bytes: int = 256
+    hbm_access_latency_ns: float = 40.0
+
+
+@dataclass
+class CubeConfig:
+    memory_map: MemoryMapConfig = field(default_factory=MemoryMapConfig)
+
+
+@dataclass
+class PeCostModelConfig:
+    """ADR-0064 D1/D3: dispatch_cycles = fixed_per_cmd_cycles + logical_bytes * byte_cycles_recip."""
+
+    fixed_per_cmd_cycles: float = 32.0
+    byte_cycles_recip: float = 0.25
+    clock_freq_ghz: float = 1.0
+
+
+@dataclass
+class PeAttrsConfig:
+    pe_cost_model: PeCostModelConfig = field(default_factory=PeCostModelConfig)
+
+
+@dataclass
+class PeConfig:
+    """One processing element: engine rates, scheduler queue, local memory."""
+
+    attrs: PeAttrsConfig = field(default_factory=PeAttrsConfig)
+    clock_ghz: float = 1.0
+    gemm_flops_per_cycle: int = 4096
+    math_elems_per_cycle: int = 64
+    scheduler_queue_depth: int = 16
+    dma_max_outstanding: int = 16
+    composite_buffers: int = 2
+    tcm_bytes: int = 8 * 1024 * 1024
+
+
+@dataclass
+class PeMmuConfig:
+    """VA-model MMU (ADR-0011 D-VA2/D-VA5)."""
+
+    page_size: int = 4096
+    tlb_overhead_ns: float = 2.0
+
+
+@dataclass
+class LinksConfig:
+    """Bandwidth and latency of every link class of the topology graph (DESIGN §3.1).
+
+    The DMA-to-router and router-to-HBM links take their bandwidth from the memory map
+    (one channel, or N channels aggregated); only their latencies are set here.
+    """
+
+    dma_router_latency_ns: float = 2.0
+    router_hbm_latency_ns: float = 4.0
+    pe_noc_bw_gbs: float = 128.0
+    pe_noc_latency_ns: float = 5.0
+    noc_router_latency_ns: float = 3.0
+    noc_noc_bw_gbs: float = 64.0
+    noc_noc_latency_ns: float = 20.0
+    pcie_bw_gbs: float = 32.0
+    pcie_latency_ns: float = 500.0
+    ctrl_bw_gbs: float = 8.0
+    ctrl_latency_ns: float = 50.0
+
+
+@dataclass
+class ControlConfig:
+    """Per-message processing time of the control-plane components (DESIGN §3.3)."""
+
+    pcie_ep_processing_ns: float = 40.0
+    io_cpu_processing_ns: float = 200.0
+    m_cpu_processing_ns: float = 100.0
+    mmu_processing_ns: float = 10.0
+    dma_processing_ns: float = 10.0
+
+
+@dataclass
+class TopologyConfig:
+    name: str = "default"
+    n_sips: int = 1
+    cubes_per_sip: int = 2
+    pes_per_cube: int = 8
+    cube: CubeConfig = field(default_factory=CubeConfig)
+    pe: PeConfig = field(default_factory=PeConfig)
+    pe_mmu: PeMmuConfig = field(default_factory=PeMmuConfig)
+    links: LinksConfig = field(default_factory=LinksConfig)
+    control: ControlConfig = field(default_factory=ControlConfig)
+
+
+@dataclass
+class AddressConfig:
+    model: AddressModel = AddressModel.pa
+
+
+@dataclass
+class WorkloadConfig:
+    """Fields every workload has; each workload option extends it."""
+
+    name: str = MISSING
+
+
+@dataclass
+class StreamWorkloadConfig(WorkloadConfig):
+    """Bandwidth stream (DESIGN §5): each active PE walks its own shard."""
+
+    name: str = "stream"
+    op: StreamOp = StreamOp.read
+    access_bytes: int = 65536
+    bytes_per_pe: int = 4 * 1024 * 1024
+    align_offset_bytes: int = 0
+    # A count of PEs, or the string "all".
+    active_pes: Any = "all"
+    outstanding: int = 4
+
+
+@dataclass
+class SimConfig:
+    """How the simulation is driven and what it records (not part of the model)."""
+
+    exec_path: ExecPath = ExecPath.replay
+    oplog: bool = False
+    trace: bool = False
+
+
+_DEFAULTS: list[Any] = [
+    {"topology": "default"},
+    {"address": "pa"},
+    {"channel_mapping": "n_to_one"},
+    {"pe_cost_model": "default"},
+    {"workload": "stream"},
+    "_self_",
+]
+
+
+@dataclass
+class KernBenchConfig:
+    """The root of the composed configuration."""
+
+    defaults: list[Any] = field(default_factory=lambda: list(_DEFAULTS))
+    topology: TopologyConfig = field(default_factory=TopologyConfig)
+    address: AddressConfig = field(default_factory=AddressConfig)
+    workload: Any = MISSING
+    sim: SimConfig = field(default_factory=SimConfig)
