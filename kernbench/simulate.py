@@ -1,8 +1,8 @@
 """One simulation run: typed config in, deterministic metrics out.
 
 This is the only door between the Hydra application and the simulator; it never
-sees a DictConfig. It builds the topology graph and the SimPy system, runs the
-selected workload and returns its metrics (DESIGN §8 names).
+sees a DictConfig. It validates, builds the SimPy system, runs the selected
+workload and returns its metrics (DESIGN §8 names) and, if asked, the op log.
 """
 
 from __future__ import annotations
@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.config.schema import KernBenchConfig
+from kernbench.config.validate import validate
+from kernbench.errors import ConfigError
+from kernbench.sim.oplog import OpLogEntry
+from kernbench.sim.system import System
+from kernbench.workloads import WORKLOADS
 
 
 @dataclass
@@ -18,14 +23,24 @@ class RunResult:
     """What one run produced. Every value in ``metrics`` is deterministic."""
 
     metrics: dict[str, Any]
-    oplog: list[tuple[Any, ...]] = field(default_factory=list)
+    oplog: list[OpLogEntry] = field(default_factory=list)
 
     def summary(self) -> str:
         """A short human summary, one metric per line."""
         width = max(len(k) for k in self.metrics)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in self.metrics.items())
+        return "\n".join(f"{k:<{width}}  {_fmt(v)}" for k, v in self.metrics.items())
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
 def run(cfg: KernBenchConfig) -> RunResult:
     """Simulate one configuration. Raises a KernBenchError subclass on bad input."""
-    raise NotImplementedError("simulator core is being written")
+    cfg = validate(cfg)
+    workload = WORKLOADS.get(cfg.workload.name)
+    if workload is None:
+        raise ConfigError("workload.name", f"{cfg.workload.name!r} is not one of {sorted(WORKLOADS)}")
+    system = System(cfg)
+    metrics = workload(system, cfg.workload)
+    return RunResult(metrics, system.oplog.entries if system.oplog is not None else [])

@@ -1,0 +1,1 @@
+"""Address spaces: the 51-bit PA codec, allocators, and the channel interleave."""

@@ -1,0 +1,34 @@
+"""The channel interleave of a PE's HBM under 1:1 mapping (DESIGN §4).
+
+Byte ``o`` of an interleaved space lives on channel ``(o // g) % n`` at channel
+offset ``(o // (g*n)) * g + o % g``. The bytes of any range on one channel are
+contiguous in that channel's space, so an access becomes one request per touched
+channel, computed in closed form: O(channels), never O(granules).
+"""
+
+from __future__ import annotations
+
+
+def channel_offset(o: int, channel: int, granule: int, n_channels: int) -> int:
+    """Bytes of ``[0, o)`` that live on ``channel`` — also the channel offset where
+    the channel's next byte at or after ``o`` sits."""
+    stripe = granule * n_channels
+    rem = o % stripe - channel * granule
+    return (o // stripe) * granule + min(max(rem, 0), granule)
+
+
+def split(
+    offset: int, nbytes: int, granule: int, n_channels: int
+) -> list[tuple[int, int, int]]:
+    """Per-channel pieces ``(channel, channel_offset, nbytes)`` of ``[offset, offset+nbytes)``.
+
+    Pieces are in channel order, carry exactly the accessed bytes and never overlap.
+    """
+    end = offset + nbytes
+    pieces = []
+    for ch in range(n_channels):
+        lo = channel_offset(offset, ch, granule, n_channels)
+        hi = channel_offset(end, ch, granule, n_channels)
+        if hi > lo:
+            pieces.append((ch, lo, hi - lo))
+    return pieces

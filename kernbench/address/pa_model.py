@@ -1,0 +1,80 @@
+"""The PA model (ADR-0011 D-PA1/D-PA2): kernels use physical addresses directly.
+
+PE_DMA decodes the PA to its owner PE; under n:1 the whole access goes to the
+owner's aggregate router, under 1:1 it is split over the owner's channels by the
+interleave of :mod:`kernbench.address.interleave`. This is also the physical layer
+the VA and LA models resolve into.
+"""
+
+from __future__ import annotations
+
+from kernbench.address import interleave
+from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
+from kernbench.errors import AddressFault
+from kernbench.topology.graph import TopologyGraph
+from kernbench.topology.names import PeId
+
+PhysicalRequest = tuple[str, int, int, int]
+
+_OWNER_SHIFT = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
+_OFFSET_MASK = (1 << OFFSET_BITS) - 1
+
+
+class PhysicalLayer:
+    """Resolves PA ranges into per-router physical requests."""
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        mm = graph.config.cube.memory_map
+        self.n_channels = graph.channels_per_pe
+        self.granule = mm.interleave_bytes
+        self.capacity = self.n_channels * mm.hbm_channel_bytes
+        self.one_to_one = graph.one_to_one
+        self._owner: dict[int, PeId] = {}
+        self._routers: dict[int, list[str]] = {}
+        for pe in graph.pes:
+            key = PhysAddr(pe.sip, pe.cube, pe.pe, Region.HBM, 0).encode() >> _OWNER_SHIFT
+            self._owner[key] = pe
+            self._routers[key] = graph.routers(pe)
+
+    def owner(self, pa: int) -> PeId:
+        pe = self._owner.get(pa >> _OWNER_SHIFT)
+        if pe is None or (pa >> OFFSET_BITS) & 1:
+            raise AddressFault(f"PA {pa:#x} is not in the HBM of any PE ({PhysAddr.decode(pa)})")
+        return pe
+
+    def resolve(self, pa: int, nbytes: int) -> list[PhysicalRequest]:
+        """Physical requests for ``[pa, pa+nbytes)``, which must lie in one PE's HBM."""
+        key = pa >> _OWNER_SHIFT
+        routers = self._routers.get(key)
+        offset = pa & _OFFSET_MASK
+        if routers is None or (pa >> OFFSET_BITS) & 1 or offset + nbytes > self.capacity:
+            self._fault(pa, nbytes)
+        if not self.one_to_one:
+            return [(routers[0], pa, nbytes, -1)]
+        base, g, n = pa - offset, self.granule, self.n_channels
+        first_id = self._owner[key].pe * n
+        return [
+            (routers[ch], base + _pe_offset(co, ch, g, n), nb, first_id + ch)
+            for ch, co, nb in interleave.split(offset, nbytes, g, n)
+        ]
+
+    def _fault(self, pa: int, nbytes: int) -> None:
+        self.owner(pa)
+        raise AddressFault(
+            f"PA range {pa:#x}+{nbytes} ends past the PE's HBM capacity of {self.capacity} bytes"
+        )
+
+
+def _pe_offset(channel_offset: int, channel: int, granule: int, n: int) -> int:
+    """Inverse interleave: the PE-space offset of a channel's byte."""
+    return (channel_offset // granule) * granule * n + channel * granule + channel_offset % granule
+
+
+class PaModel:
+    """Kernels see PAs: a tensor shard's pointer is its PA; nothing to install."""
+
+    def __init__(self, physical: PhysicalLayer) -> None:
+        self.physical = physical
+
+    def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
+        return self.physical.resolve(addr, nbytes), 0.0

@@ -1,0 +1,1 @@
+"""The SimPy system: fabric, PE components, and the run loop."""

@@ -1,0 +1,43 @@
+"""The data plane: link reservation as arithmetic (DESIGN §3.2).
+
+A physical request of ``n`` bytes over links ``l1..lk`` starts at
+``S = max(now, free_at[l1..lk])``, holds each link until ``S + n / bw(li)`` and
+completes at ``S + Σ latency(li) + n / min bw(li)`` plus the memory's access
+latency. This is FIFO queueing per link with no SimPy events at all: whoever
+issues requests (PE_DMA) waits on one timeout for the last completion.
+"""
+
+from __future__ import annotations
+
+from kernbench.topology.graph import TopologyGraph
+from kernbench.topology.routes import Route
+
+
+class Fabric:
+    """Per-link ``free_at`` times; optionally a log of every reservation (for tests)."""
+
+    def __init__(self, graph: TopologyGraph, access_latency_ns: float,
+                 record: bool = False) -> None:
+        self.free_at = [0.0] * len(graph.links)
+        self.bw = [lk.bw_gbs for lk in graph.links]
+        self.access_latency_ns = access_latency_ns
+        self.bytes_carried = [0] * len(graph.links)
+        self.busy_ns = [0.0] * len(graph.links)
+        self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
+
+    def reserve(self, route: Route, nbytes: int, now: float) -> tuple[float, float]:
+        """Book ``nbytes`` on every link of ``route``; return (start, completion) in ns."""
+        free_at, bw = self.free_at, self.bw
+        start = now
+        for i in route.link_ids:
+            if free_at[i] > start:
+                start = free_at[i]
+        for i in route.link_ids:
+            hold = nbytes / bw[i]
+            free_at[i] = start + hold
+            self.bytes_carried[i] += nbytes
+            self.busy_ns[i] += hold
+            if self.reservations is not None:
+                self.reservations.append((i, start, start + hold, nbytes))
+        done = start + route.latency_ns + nbytes / route.min_bw_gbs + self.access_latency_ns
+        return start, done

@@ -1,0 +1,94 @@
+"""The SimPy system: one environment, the fabric, and every PE's CPU, scheduler and engines.
+
+Built once per run from a validated config. Owns simulated state only; tensors and
+kernel launches go through :class:`kernbench.runtime.RuntimeContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import simpy
+
+from kernbench.address.allocator import PEMemAllocator
+from kernbench.address.pa_model import PaModel, PhysicalLayer
+from kernbench.config.schema import AddressModel, KernBenchConfig
+from kernbench.sim.cost_model import DispatchCostModel
+from kernbench.sim.cpu import CommandSource, PeCpu
+from kernbench.sim.dma import AddressFrontEnd, DmaEngine, TraceSink
+from kernbench.sim.engines import Engine
+from kernbench.sim.fabric import Fabric
+from kernbench.sim.oplog import OpLog
+from kernbench.sim.scheduler import PeScheduler
+from kernbench.topology.graph import build_graph
+from kernbench.topology.names import PeId
+from kernbench.topology.routes import Router
+
+
+class PeUnit:
+    """The components of one PE (ADR-0014): CPU -> scheduler -> DMA, GEMM, MATH."""
+
+    def __init__(self, system: System, pe: PeId) -> None:
+        topo, env = system.cfg.topology, system.env
+        pc = topo.pe
+        self.id = pe
+        self.engines: dict[str, Engine] = {}
+        done = self._stage_done
+        self.dma = DmaEngine(env, pe, pc.dma_max_outstanding, done, system.address,
+                             system.router, system.fabric, system.trace)
+        self.engines["dma"] = self.dma
+        self.engines["gemm"] = Engine(env, pe.node("gemm"), 1, done)
+        self.engines["math"] = Engine(env, pe.node("math"), 1, done)
+        self.scheduler = PeScheduler(
+            pe.index, self.engines, pc.scheduler_queue_depth, pc.composite_buffers,
+            gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
+            math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
+            oplog=system.oplog, now=lambda: env.now,
+        )
+        cost = DispatchCostModel.from_config(pc.attrs.pe_cost_model)
+        self.cpu = PeCpu(env, pe.index, self.scheduler, cost, system.oplog)
+
+    def _stage_done(self, stage: object) -> None:
+        self.scheduler.stage_done(stage)  # type: ignore[arg-type]
+
+
+class System:
+    """Everything simulated in one run."""
+
+    def __init__(self, cfg: KernBenchConfig, oplog: bool | None = None,
+                 record_links: bool = False, trace: TraceSink | None = None) -> None:
+        self.cfg = cfg
+        topo, mm = cfg.topology, cfg.topology.cube.memory_map
+        self.env = simpy.Environment()
+        self.graph = build_graph(topo, with_mmu=cfg.address.model is AddressModel.va)
+        self.router = Router(self.graph)
+        self.fabric = Fabric(self.graph, mm.hbm_access_latency_ns, record=record_links)
+        self.oplog = OpLog() if (cfg.sim.oplog if oplog is None else oplog) else None
+        self.trace = trace
+        self.physical = PhysicalLayer(self.graph)
+        hbm_align = max(topo.pe_mmu.page_size, mm.interleave_bytes * self.graph.channels_per_pe)
+        self.memory = {
+            pe.index: PEMemAllocator(pe.prefix, self.physical.capacity, topo.pe.tcm_bytes,
+                                     hbm_align)
+            for pe in self.graph.pes
+        }
+        self.address: AddressFrontEnd = PaModel(self.physical)
+        self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
+
+    def run_programs(self, sources: list[tuple[PeId, CommandSource]]) -> dict[int, float]:
+        """Start one command stream per PE now; run until all finish; return end times."""
+        ends: dict[int, float] = {}
+        all_done = self.env.event()
+
+        def finisher(pe: PeId) -> Callable[[], None]:
+            def finish() -> None:
+                ends[pe.index] = self.env.now
+                if len(ends) == len(sources):
+                    all_done.succeed()
+            return finish
+
+        for pe, source in sources:
+            self.pes[pe.index].cpu.run(source, finisher(pe))
+        if sources:
+            self.env.run(until=all_done)
+        return ends

@@ -1,0 +1,1 @@
+"""The topology as plain data: nodes, directed links, and cached routes."""
