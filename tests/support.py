@@ -1,0 +1,33 @@
+"""Test helpers that build typed configs directly (no Hydra), for simulator-level tests."""
+
+from __future__ import annotations
+
+from kernbench.config.schema import (
+    HbmMappingMode,
+    KernBenchConfig,
+    PeCostModelConfig,
+    StreamOp,
+    StreamWorkloadConfig,
+)
+from kernbench.config.validate import validate
+from kernbench.runtime import RuntimeContext
+from kernbench.sim.system import System
+
+ZERO_COST = PeCostModelConfig(fixed_per_cmd_cycles=0.0, byte_cycles_recip=0.0)
+
+
+def make_cfg(one_to_one: bool = False, zero_cost: bool = True, **stream: object) -> KernBenchConfig:
+    """The default topology; dispatch cost off unless asked, so fabric times stand alone."""
+    if "op" in stream:
+        stream["op"] = StreamOp(stream["op"])
+    cfg = KernBenchConfig(workload=StreamWorkloadConfig(**stream))  # type: ignore[arg-type]
+    mm = cfg.topology.cube.memory_map
+    mm.hbm_mapping_mode = HbmMappingMode.one_to_one if one_to_one else HbmMappingMode.n_to_one
+    if zero_cost:
+        cfg.topology.pe.attrs.pe_cost_model = ZERO_COST
+    return validate(cfg)
+
+
+def make_system(cfg: KernBenchConfig | None = None, **kw: object) -> tuple[System, RuntimeContext]:
+    system = System(cfg or make_cfg(), **kw)  # type: ignore[arg-type]
+    return system, RuntimeContext(system)

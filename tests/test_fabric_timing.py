@@ -1,0 +1,79 @@
+"""Exact DMA times on the default topology, computed by hand from DESIGN §3.2.
+
+Default links: DMA->router 2 ns, router->HBM 4 ns, HBM access 40 ns, PE<->NOC 5 ns at
+128 GB/s, NOC->router 3 ns, NOC<->NOC 20 ns at 64 GB/s; 8 channels x 32 GB/s = 256 GB/s
+per PE on the aggregate (n:1) path. Dispatch cost is zero here so the fabric stands alone.
+"""
+
+from __future__ import annotations
+
+from kernbench import tl
+from kernbench.runtime import DPPolicy
+from tests.support import make_system
+
+KIB4 = 4096
+
+
+def read_kernel(src, owner_of_shard, nbytes, count):
+    """Program p reads ``count`` blocks of ``nbytes`` from shard ``owner_of_shard[p]``."""
+    base = src.shard_ptr(owner_of_shard[tl.program_id(0)])
+    for i in range(count):
+        tl.load(base + i * nbytes, (nbytes,), dtype_bytes=1)
+
+
+def run_reads(pes, owners, nbytes=KIB4, count=1):
+    system, ctx = make_system()
+    src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    grid = [system.graph.pes[i] for i in pes]
+    return system, ctx.launch(read_kernel, grid, src, owners, nbytes, count)
+
+
+def test_4k_read_on_aggregate_path_drains_in_16ns_plus_path_latency():
+    _, ends = run_reads([0], {0: 0})
+    drain = 4096 / 256  # 16 ns
+    assert drain == 16
+    assert ends == {0: 2 + 4 + drain + 40}  # 62 ns
+
+
+def test_two_reads_on_same_link_finish_16ns_apart():
+    system, ctx = make_system()
+    src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    ends = ctx.launch(read_kernel, [system.graph.pes[0]], src, {0: 0}, KIB4, 2)
+    # the second waits for the first to leave the link: 62 + 16
+    assert ends == {0: 78.0}
+    agg = system.graph.link("sip0.cube0.pe0.dma", "sip0.cube0.pe0.agg_router")
+    assert system.fabric.bytes_carried[agg.id] == 2 * KIB4
+
+
+def test_two_pes_on_their_own_hbm_paths_do_not_delay_each_other():
+    _, ends = run_reads([0, 1], {0: 0, 1: 1})
+    assert ends == {0: 62.0, 1: 62.0}
+
+
+def test_remote_pe_read_crosses_the_noc():
+    system, ends = run_reads([0], {0: 1})
+    # pe0.dma -> noc (5 ns, 128 GB/s) -> pe1.agg_router (3) -> hbm_ctrl (4)
+    assert ends == {0: 5 + 3 + 4 + 4096 / 128 + 40}  # 84 ns
+    route = system.router.to_memory("sip0.cube0.pe0.dma", "sip0.cube0.pe1.agg_router")
+    assert route.nodes == ("sip0.cube0.pe0.dma", "sip0.cube0.noc",
+                           "sip0.cube0.pe1.agg_router", "sip0.cube0.hbm_ctrl")
+
+
+def test_cross_cube_read_crosses_the_noc_to_noc_link():
+    system, ends = run_reads([0], {0: 8})  # global PE 8 = sip0.cube1.pe0
+    # pe0.dma -> cube0.noc (5) -> cube1.noc (20, 64 GB/s) -> pe0.agg_router (3) -> hbm (4)
+    assert ends == {0: 5 + 20 + 3 + 4 + 4096 / 64 + 40}  # 136 ns
+    route = system.router.to_memory("sip0.cube0.pe0.dma", "sip0.cube1.pe0.agg_router")
+    assert route.nodes[1:3] == ("sip0.cube0.noc", "sip0.cube1.noc")
+
+
+def test_one_to_one_4k_aligned_read_spreads_over_8_channels_in_the_same_16ns():
+    from tests.support import make_cfg
+
+    system, ctx = make_system(make_cfg(one_to_one=True))
+    src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    ends = ctx.launch(read_kernel, [system.graph.pes[0]], src, {0: 0}, KIB4, 1)
+    assert ends == {0: 2 + 4 + 512 / 32 + 40}  # 8 x 512 B at 32 GB/s each: 16 ns
+    for ch in range(8):
+        lk = system.graph.link(f"sip0.cube0.pe0.ch_r{ch}", "sip0.cube0.hbm_ctrl")
+        assert system.fabric.bytes_carried[lk.id] == 512
