@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Union
 
 FRAMING_BYTES = 4
 OPCODE_BYTES = 1
@@ -59,8 +58,8 @@ class MemRef:
         return self.elements * self.dtype_bytes
 
 
-Handle = Union[Tile, MemRef]
-Scalar = Union[int, float]
+Handle = Tile | MemRef
+Scalar = int | float
 
 
 def op_body_bytes(n_operands: int, has_out: bool, n_extra: int) -> int:
@@ -194,4 +193,4 @@ class PeCpuOverheadCmd:
         return 0
 
 
-PeCommand = Union[DmaReadCmd, DmaWriteCmd, GemmCmd, MathCmd, CompositeCmd, PeCpuOverheadCmd]
+PeCommand = DmaReadCmd | DmaWriteCmd | GemmCmd | MathCmd | CompositeCmd | PeCpuOverheadCmd

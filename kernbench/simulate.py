@@ -40,7 +40,8 @@ def run(cfg: KernBenchConfig) -> RunResult:
     cfg = validate(cfg)
     workload = WORKLOADS.get(cfg.workload.name)
     if workload is None:
-        raise ConfigError("workload.name", f"{cfg.workload.name!r} is not one of {sorted(WORKLOADS)}")
+        known = sorted(WORKLOADS)
+        raise ConfigError("workload.name", f"{cfg.workload.name!r} is not one of {known}")
     system = System(cfg)
     metrics = workload(system, cfg.workload)
     return RunResult(metrics, system.oplog.entries if system.oplog is not None else [])

@@ -98,8 +98,9 @@ def dot(a: Tile, b: Tile, acc: Tile | None = None) -> Tile:
     return out
 
 
-def _math(op: str, operands: tuple[Tile, ...], shape: tuple[int, ...], out: Tile | None,
-          **extra: Scalar) -> Tile:
+def _math(
+    op: str, operands: tuple[Tile, ...], shape: tuple[int, ...], out: Tile | None, **extra: Scalar
+) -> Tile:
     ctx = _ctx()
     dst = out if out is not None else ctx.new_tile(shape, operands[0].dtype_bytes)
     ctx.emit(MathCmd(op, operands, dst, dict(extra)))

@@ -55,8 +55,12 @@ def test_remote_pe_read_crosses_the_noc():
     # pe0.dma -> noc (5 ns, 128 GB/s) -> pe1.agg_router (3) -> hbm_ctrl (4)
     assert ends == {0: 5 + 3 + 4 + 4096 / 128 + 40}  # 84 ns
     route = system.router.to_memory("sip0.cube0.pe0.dma", "sip0.cube0.pe1.agg_router")
-    assert route.nodes == ("sip0.cube0.pe0.dma", "sip0.cube0.noc",
-                           "sip0.cube0.pe1.agg_router", "sip0.cube0.hbm_ctrl")
+    assert route.nodes == (
+        "sip0.cube0.pe0.dma",
+        "sip0.cube0.noc",
+        "sip0.cube0.pe1.agg_router",
+        "sip0.cube0.hbm_ctrl",
+    )
 
 
 def test_cross_cube_read_crosses_the_noc_to_noc_link():

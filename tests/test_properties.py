@@ -29,7 +29,7 @@ def test_allocator_never_overlaps_and_coalesces_back_to_one_block(ops, align):
                 continue
             got = a.size_of(addr)
             assert got >= nbytes and addr % align == 0
-            assert 1000 <= addr and addr + got <= 1000 + size
+            assert addr >= 1000 and addr + got <= 1000 + size
             for other, osize in live.items():
                 assert addr + got <= other or other + osize <= addr
             live[addr] = got
@@ -43,9 +43,9 @@ def test_allocator_never_overlaps_and_coalesces_back_to_one_block(ops, align):
 
 
 requests = st.lists(
-    st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 1 << 16),
-              st.floats(0, 500)),
-    min_size=1, max_size=40,
+    st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 1 << 16), st.floats(0, 500)),
+    min_size=1,
+    max_size=40,
 )
 
 
@@ -68,7 +68,7 @@ def test_no_link_carries_more_than_bw_times_interval_plus_one_request(reqs):
         biggest = max(n for _, _, n in res)
         points = sorted({p for s, e, _ in res for p in (s, e)})
         for i, a in enumerate(points):
-            for b in points[i + 1:]:
+            for b in points[i + 1 :]:
                 carried = sum(n * _overlap(s, e, a, b) / (e - s) for s, e, n in res)
                 assert carried <= bw * (b - a) + biggest + 1e-6
 
@@ -77,16 +77,25 @@ def _overlap(s: float, e: float, a: float, b: float) -> float:
     return max(0.0, min(e, b) - max(s, a))
 
 
-@given(sip=st.integers(0, 15), cube=st.integers(0, 15), pe=st.integers(0, 63),
-       region=st.sampled_from(list(Region)), offset=st.integers(0, (1 << 36) - 1))
+@given(
+    sip=st.integers(0, 15),
+    cube=st.integers(0, 15),
+    pe=st.integers(0, 63),
+    region=st.sampled_from(list(Region)),
+    offset=st.integers(0, (1 << 36) - 1),
+)
 def test_pa_encode_decode_round_trip(sip, cube, pe, region, offset):
     pa = PhysAddr(sip, cube, pe, region, offset)
     assert pa.encode() < 1 << 51
     assert PhysAddr.decode(pa.encode()) == pa
 
 
-@given(offset=st.integers(0, 1 << 20), nbytes=st.integers(1, 1 << 16),
-       granule=st.sampled_from([1, 32, 256, 4096]), n=st.sampled_from([1, 2, 4, 8, 16]))
+@given(
+    offset=st.integers(0, 1 << 20),
+    nbytes=st.integers(1, 1 << 16),
+    granule=st.sampled_from([1, 32, 256, 4096]),
+    n=st.sampled_from([1, 2, 4, 8, 16]),
+)
 def test_interleave_split_conserves_bytes_and_never_overlaps(offset, nbytes, granule, n):
     pieces = interleave.split(offset, nbytes, granule, n)
     assert sum(p[2] for p in pieces) == nbytes

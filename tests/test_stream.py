@@ -12,8 +12,9 @@ MIB = 1 << 20
 
 
 def test_large_aligned_stream_reaches_85_percent_of_peak():
-    cfg = make_cfg(zero_cost=False, access_bytes=MIB, bytes_per_pe=32 * MIB, active_pes=1,
-                   outstanding=4)
+    cfg = make_cfg(
+        zero_cost=False, access_bytes=MIB, bytes_per_pe=32 * MIB, active_pes=1, outstanding=4
+    )
     m = simulate.run(cfg).metrics
     assert m["peak_bw_gbs"] == 8 * 32 == 256
     assert m["bw_efficiency"] >= 0.85
@@ -48,7 +49,12 @@ def test_copy_moves_read_plus_write_bytes_through_the_same_channels():
 
 
 def test_misaligned_stream_moves_the_same_bytes():
-    cfg = make_cfg(one_to_one=True, access_bytes=4096, bytes_per_pe=64 * 1024, active_pes=2,
-                   align_offset_bytes=100)
+    cfg = make_cfg(
+        one_to_one=True,
+        access_bytes=4096,
+        bytes_per_pe=64 * 1024,
+        active_pes=2,
+        align_offset_bytes=100,
+    )
     m = simulate.run(cfg).metrics
     assert m["bytes_moved"] == 2 * 64 * 1024

@@ -17,9 +17,7 @@ def channel_offset(o: int, channel: int, granule: int, n_channels: int) -> int:
     return (o // stripe) * granule + min(max(rem, 0), granule)
 
 
-def split(
-    offset: int, nbytes: int, granule: int, n_channels: int
-) -> list[tuple[int, int, int]]:
+def split(offset: int, nbytes: int, granule: int, n_channels: int) -> list[tuple[int, int, int]]:
     """Per-channel pieces ``(channel, channel_offset, nbytes)`` of ``[offset, offset+nbytes)``.
 
     Pieces are in channel order, carry exactly the accessed bytes and never overlap.

@@ -68,7 +68,7 @@ class CubeConfig:
 
 @dataclass
 class PeCostModelConfig:
-    """ADR-0064 D1/D3: dispatch_cycles = fixed_per_cmd_cycles + logical_bytes * byte_cycles_recip."""
+    """ADR-0064 D1/D3: cycles = fixed_per_cmd_cycles + logical_bytes * byte_cycles_recip."""
 
     fixed_per_cmd_cycles: float = 32.0
     byte_cycles_recip: float = 0.25
@@ -182,21 +182,13 @@ class SimConfig:
     trace: bool = False
 
 
-_DEFAULTS: list[Any] = [
-    {"topology": "default"},
-    {"address": "pa"},
-    {"channel_mapping": "n_to_one"},
-    {"pe_cost_model": "default"},
-    {"workload": "stream"},
-    "_self_",
-]
-
-
 @dataclass
 class KernBenchConfig:
-    """The root of the composed configuration."""
+    """The root of the composed configuration.
 
-    defaults: list[Any] = field(default_factory=lambda: list(_DEFAULTS))
+    Which group options compose it (the defaults list) lives in ``conf/config.yaml``.
+    """
+
     topology: TopologyConfig = field(default_factory=TopologyConfig)
     address: AddressConfig = field(default_factory=AddressConfig)
     workload: Any = MISSING

@@ -47,8 +47,9 @@ class Shard:
 class Tensor:
     """A deployed tensor. ``shard_ptr(i)`` is the pointer kernel program ``i`` uses."""
 
-    def __init__(self, ctx: RuntimeContext, name: str, nbytes: int, shards: list[Shard],
-                 policy: DPPolicy) -> None:
+    def __init__(
+        self, ctx: RuntimeContext, name: str, nbytes: int, shards: list[Shard], policy: DPPolicy
+    ) -> None:
         self.name = name
         self.nbytes = nbytes
         self.shards = shards

@@ -24,8 +24,13 @@ Kernel = Callable[..., None]
 
 
 class ReplaySource:
-    def __init__(self, kernel: Kernel, args: tuple[Any, ...], program_id: tuple[int, ...],
-                 num_programs: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        args: tuple[Any, ...],
+        program_id: tuple[int, ...],
+        num_programs: tuple[int, ...],
+    ) -> None:
         cmds: list[PeCommand] = []
 
         def trace() -> None:
@@ -41,8 +46,13 @@ class ReplaySource:
 
 
 class GreenletSource:
-    def __init__(self, kernel: Kernel, args: tuple[Any, ...], program_id: tuple[int, ...],
-                 num_programs: tuple[int, ...]) -> None:
+    def __init__(
+        self,
+        kernel: Kernel,
+        args: tuple[Any, ...],
+        program_id: tuple[int, ...],
+        num_programs: tuple[int, ...],
+    ) -> None:
         def body() -> None:
             tl.bind(tl.KernelContext(program_id, num_programs, self._emit))
             kernel(*args)

@@ -22,8 +22,9 @@ class DispatchCostModel:
 
     @staticmethod
     def from_config(cfg: PeCostModelConfig) -> DispatchCostModel:
-        return DispatchCostModel(cfg.fixed_per_cmd_cycles, cfg.byte_cycles_recip,
-                                 cfg.clock_freq_ghz)
+        return DispatchCostModel(
+            cfg.fixed_per_cmd_cycles, cfg.byte_cycles_recip, cfg.clock_freq_ghz
+        )
 
     def dispatch_cycles(self, cmd: PeCommand) -> float:
         """CPU cycles spent before ``cmd`` reaches PE_SCHEDULER."""

@@ -31,8 +31,14 @@ class PeCpu:
     """One PE's CPU; ``run`` starts a command stream, ``on_finish`` fires when the PE
     has pushed every command and retired it."""
 
-    def __init__(self, env: simpy.Environment, pe_index: int, scheduler: PeScheduler,
-                 cost: DispatchCostModel, oplog: OpLog | None) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        pe_index: int,
+        scheduler: PeScheduler,
+        cost: DispatchCostModel,
+        oplog: OpLog | None,
+    ) -> None:
         self.env = env
         self.pe_index = pe_index
         self.scheduler = scheduler

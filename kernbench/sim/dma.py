@@ -35,9 +35,17 @@ TraceSink = Callable[[PeId, Stage, float, PhysicalRequest, float, float], None]
 class DmaEngine(Engine):
     """The DMA engine of one PE."""
 
-    def __init__(self, env: simpy.Environment, pe: PeId, slots: int,
-                 on_done: Callable[[Stage], None], frontend: AddressFrontEnd,
-                 router: Router, fabric: Fabric, trace: TraceSink | None = None) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        pe: PeId,
+        slots: int,
+        on_done: Callable[[Stage], None],
+        frontend: AddressFrontEnd,
+        router: Router,
+        fabric: Fabric,
+        trace: TraceSink | None = None,
+    ) -> None:
         super().__init__(env, pe.node("dma"), slots, on_done)
         self.pe = pe
         self.frontend = frontend

@@ -25,11 +25,26 @@ WRITE = "write"
 class Stage:
     """One unit of engine work: a compute duration, or a DMA (direction, addr, nbytes)."""
 
-    __slots__ = ("engine", "job", "duration_ns", "direction", "addr", "nbytes",
-                 "deps_left", "dependents")
+    __slots__ = (
+        "engine",
+        "job",
+        "duration_ns",
+        "direction",
+        "addr",
+        "nbytes",
+        "deps_left",
+        "dependents",
+    )
 
-    def __init__(self, engine: Engine, job: Job, duration_ns: float = 0.0,
-                 direction: str = "", addr: int = 0, nbytes: int = 0) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        job: Job,
+        duration_ns: float = 0.0,
+        direction: str = "",
+        addr: int = 0,
+        nbytes: int = 0,
+    ) -> None:
         self.engine = engine
         self.job = job
         self.duration_ns = duration_ns
@@ -48,8 +63,9 @@ class Stage:
 class Engine:
     """An in-order engine with ``slots`` stages in flight; tracks its busy time."""
 
-    def __init__(self, env: simpy.Environment, name: str, slots: int,
-                 on_done: Callable[[Stage], None]) -> None:
+    def __init__(
+        self, env: simpy.Environment, name: str, slots: int, on_done: Callable[[Stage], None]
+    ) -> None:
         self.env = env
         self.name = name
         self.slots = slots

@@ -16,8 +16,9 @@ from kernbench.topology.routes import Route
 class Fabric:
     """Per-link ``free_at`` times; optionally a log of every reservation (for tests)."""
 
-    def __init__(self, graph: TopologyGraph, access_latency_ns: float,
-                 record: bool = False) -> None:
+    def __init__(
+        self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
+    ) -> None:
         self.free_at = [0.0] * len(graph.links)
         self.bw = [lk.bw_gbs for lk in graph.links]
         self.access_latency_ns = access_latency_ns

@@ -45,9 +45,17 @@ class Job:
 class PeScheduler:
     """Turns commands into engine stages and retires them in any order."""
 
-    def __init__(self, pe_index: int, engines: dict[str, Engine], depth: int,
-                 composite_buffers: int, gemm_ns_per_flop: float, math_ns_per_elem: float,
-                 oplog: OpLog | None, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        pe_index: int,
+        engines: dict[str, Engine],
+        depth: int,
+        composite_buffers: int,
+        gemm_ns_per_flop: float,
+        math_ns_per_elem: float,
+        oplog: OpLog | None,
+        now: Callable[[], float],
+    ) -> None:
         self.pe_index = pe_index
         self.engines = engines
         self.depth = depth
@@ -160,9 +168,10 @@ class PeScheduler:
         if op.kind == "gemm":
             x = op.extra
             flops = 2 * int(x["m"]) * int(x["n"]) * int(x["k"])
-            return Stage(self.engines["gemm"], job, duration_ns=flops * self.gemm_ns_per_flop / tiles)
-        elements = max(h.elements for h in op.handles)
-        return Stage(self.engines["math"], job, duration_ns=elements * self.math_ns_per_elem / tiles)
+            ns = flops * self.gemm_ns_per_flop / tiles
+            return Stage(self.engines["gemm"], job, duration_ns=ns)
+        ns = max(h.elements for h in op.handles) * self.math_ns_per_elem / tiles
+        return Stage(self.engines["math"], job, duration_ns=ns)
 
     def _expand_composite(self, cmd: CompositeCmd, job: Job) -> list[Stage]:
         """Per tile: DMA reads -> ops in order -> DMA writes, over B staging buffers."""
@@ -195,8 +204,9 @@ class PeScheduler:
 
     def _chunk_stage(self, m: MemRef, direction: str, tiles: int, t: int, job: Job) -> Stage:
         lo, hi = _chunk(m.nbytes, tiles, t), _chunk(m.nbytes, tiles, t + 1)
-        return Stage(self.engines["dma"], job, direction=direction, addr=m.addr + lo,
-                     nbytes=hi - lo)
+        return Stage(
+            self.engines["dma"], job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
+        )
 
 
 def _chunk(nbytes: int, tiles: int, t: int) -> int:

@@ -34,16 +34,28 @@ class PeUnit:
         self.id = pe
         self.engines: dict[str, Engine] = {}
         done = self._stage_done
-        self.dma = DmaEngine(env, pe, pc.dma_max_outstanding, done, system.address,
-                             system.router, system.fabric, system.trace)
+        self.dma = DmaEngine(
+            env,
+            pe,
+            pc.dma_max_outstanding,
+            done,
+            system.address,
+            system.router,
+            system.fabric,
+            system.trace,
+        )
         self.engines["dma"] = self.dma
         self.engines["gemm"] = Engine(env, pe.node("gemm"), 1, done)
         self.engines["math"] = Engine(env, pe.node("math"), 1, done)
         self.scheduler = PeScheduler(
-            pe.index, self.engines, pc.scheduler_queue_depth, pc.composite_buffers,
+            pe.index,
+            self.engines,
+            pc.scheduler_queue_depth,
+            pc.composite_buffers,
             gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
             math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
-            oplog=system.oplog, now=lambda: env.now,
+            oplog=system.oplog,
+            now=lambda: env.now,
         )
         cost = DispatchCostModel.from_config(pc.attrs.pe_cost_model)
         self.cpu = PeCpu(env, pe.index, self.scheduler, cost, system.oplog)
@@ -55,8 +67,13 @@ class PeUnit:
 class System:
     """Everything simulated in one run."""
 
-    def __init__(self, cfg: KernBenchConfig, oplog: bool | None = None,
-                 record_links: bool = False, trace: TraceSink | None = None) -> None:
+    def __init__(
+        self,
+        cfg: KernBenchConfig,
+        oplog: bool | None = None,
+        record_links: bool = False,
+        trace: TraceSink | None = None,
+    ) -> None:
         self.cfg = cfg
         topo, mm = cfg.topology, cfg.topology.cube.memory_map
         self.env = simpy.Environment()
@@ -68,8 +85,9 @@ class System:
         self.physical = PhysicalLayer(self.graph)
         hbm_align = max(topo.pe_mmu.page_size, mm.interleave_bytes * self.graph.channels_per_pe)
         self.memory = {
-            pe.index: PEMemAllocator(pe.prefix, self.physical.capacity, topo.pe.tcm_bytes,
-                                     hbm_align)
+            pe.index: PEMemAllocator(
+                pe.prefix, self.physical.capacity, topo.pe.tcm_bytes, hbm_align
+            )
             for pe in self.graph.pes
         }
         self.address: AddressFrontEnd = PaModel(self.physical)
@@ -85,6 +103,7 @@ class System:
                 ends[pe.index] = self.env.now
                 if len(ends) == len(sources):
                     all_done.succeed()
+
             return finish
 
         for pe, source in sources:

@@ -66,8 +66,9 @@ class TopologyGraph:
         self.nodes.append(name)
         self.out_links.setdefault(name, [])
 
-    def add_link(self, src: str, dst: str, bw_gbs: float, latency_ns: float,
-                 plane: str = DATA) -> Link:
+    def add_link(
+        self, src: str, dst: str, bw_gbs: float, latency_ns: float, plane: str = DATA
+    ) -> Link:
         lk = Link(len(self.links), src, dst, bw_gbs, latency_ns, plane)
         self.links.append(lk)
         self.out_links[src].append(lk)
@@ -118,8 +119,12 @@ def _connect_cubes(g: TopologyGraph, s: int) -> None:
     n = g.config.cubes_per_sip
     for a in range(n):
         for b in range(a + 1, n):
-            g.add_duplex(cube_node(s, a, "noc"), cube_node(s, b, "noc"),
-                         lk.noc_noc_bw_gbs, lk.noc_noc_latency_ns)
+            g.add_duplex(
+                cube_node(s, a, "noc"),
+                cube_node(s, b, "noc"),
+                lk.noc_noc_bw_gbs,
+                lk.noc_noc_latency_ns,
+            )
 
 
 def _add_pe(g: TopologyGraph, pe: PeId, with_mmu: bool) -> None:

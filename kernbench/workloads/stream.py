@@ -17,8 +17,15 @@ from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
 from kernbench.sim.system import System
 
 
-def stream_kernel(src: Tensor, dst: Tensor | None, op: StreamOp, access_bytes: int,
-                  total_bytes: int, align_offset: int, outstanding: int) -> None:
+def stream_kernel(
+    src: Tensor,
+    dst: Tensor | None,
+    op: StreamOp,
+    access_bytes: int,
+    total_bytes: int,
+    align_offset: int,
+    outstanding: int,
+) -> None:
     pid = tl.program_id(0)
     src_base = src.shard_ptr(pid) + align_offset
     dst_base = dst.shard_ptr(pid) + align_offset if dst is not None else 0
@@ -50,8 +57,17 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         src = ctx.deploy(shard * n_pes, policy, "src")
         dst = ctx.deploy(shard * n_pes, policy, "dst") if w.op is StreamOp.copy else None
         start = system.env.now
-        ends = ctx.launch(stream_kernel, n_pes, src, dst, w.op, w.access_bytes,
-                          w.bytes_per_pe, w.align_offset_bytes, w.outstanding)
+        ends = ctx.launch(
+            stream_kernel,
+            n_pes,
+            src,
+            dst,
+            w.op,
+            w.access_bytes,
+            w.bytes_per_pe,
+            w.align_offset_bytes,
+            w.outstanding,
+        )
     per_pe_bytes = w.bytes_per_pe * (2 if w.op is StreamOp.copy else 1)
     sim_time = max(ends.values()) - start
     per_pe_bw = [per_pe_bytes / (end - start) for end in ends.values()]

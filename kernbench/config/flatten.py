@@ -1,0 +1,59 @@
+"""Flatten a resolved configuration into ``{dotted.key: scalar}`` for result columns.
+
+DESIGN §6/§8: every resolved config value is a result column under its dotted key.
+This module owns that naming and nothing else: enums become their string value,
+``None`` stays ``None``, Hydra's ``defaults`` list is dropped, a list becomes JSON text
+(so every column stays a scalar), and keys keep the schema's field order.
+
+It accepts the typed object (the normal case) or a DictConfig (when a config could not
+be converted to objects, so its error row still records what was asked for).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping
+from enum import Enum
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+Scalar = str | int | float | bool | None
+
+_DROPPED = frozenset({"defaults"})
+
+
+def flatten(cfg: Any) -> dict[str, Scalar]:
+    """Every config value under its dotted key, in schema order."""
+    return dict(_walk(_as_tree(cfg), ""))
+
+
+def _as_tree(cfg: Any) -> Any:
+    """A dataclass instance as-is, or a DictConfig as a plain (resolved if possible) dict."""
+    if isinstance(cfg, DictConfig):
+        try:
+            return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+        except Exception:  # an unresolvable interpolation: record it unresolved
+            return OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    return cfg
+
+
+def _walk(node: Any, prefix: str) -> Iterator[tuple[str, Scalar]]:
+    items = vars(node).items() if dataclasses.is_dataclass(node) else node.items()
+    for name, value in items:
+        if name in _DROPPED and not prefix:
+            continue
+        key = f"{prefix}{name}"
+        if dataclasses.is_dataclass(value) or isinstance(value, Mapping):
+            yield from _walk(value, key + ".")
+        else:
+            yield key, _scalar(value)
+
+
+def _scalar(value: Any) -> Scalar:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return json.dumps([_scalar(v) for v in value])
+    return value

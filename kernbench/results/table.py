@@ -1,0 +1,117 @@
+"""Result rows -> Arrow table -> Parquet file, written atomically.
+
+DESIGN §6: a job's rows land in ``result.parquet`` in its output directory; a reader
+never sees half a file, because the table is written to a temporary file in the same
+directory and renamed over the target. Column order is fixed here, in one place:
+flattened config, identity, ``status``, ``error``, metrics, then ``wall_s`` (the only
+nondeterministic column). :func:`rows_to_table` is the single place that decides
+column types, so merging rows from many jobs (a sweep) is ``rows_to_table(all_rows)``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kernbench.results.identity import identity
+
+RESULT_FILE = "result.parquet"
+STATUS_OK = "ok"
+STATUS_ERROR = "error"
+
+# Columns whose type does not depend on the values (they may be null in every row).
+FIXED_TYPES: dict[str, pa.DataType] = {
+    "config_hash": pa.string(),
+    "kernbench_version": pa.string(),
+    "git_commit": pa.string(),
+    "status": pa.string(),
+    "error": pa.string(),
+    "wall_s": pa.float64(),
+}
+
+
+def make_row(
+    flat_config: Mapping[str, Any],
+    *,
+    status: str,
+    error: str | None = None,
+    metrics: Mapping[str, Any] | None = None,
+    wall_s: float | None = None,
+) -> dict[str, Any]:
+    """One result row with its columns in table order."""
+    if status not in (STATUS_OK, STATUS_ERROR):
+        raise ValueError(f"status must be {STATUS_OK!r} or {STATUS_ERROR!r}, got {status!r}")
+    row: dict[str, Any] = dict(flat_config)
+    row.update(identity(flat_config))
+    row.update(status=status, error=error)
+    row.update(metrics or {})
+    row["wall_s"] = wall_s
+    return row
+
+
+def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Build the table: columns in first-seen order, each with one type for all rows.
+
+    A row without a column gets null there. A column holding both numbers and strings
+    (``workload.active_pes`` is a count or ``"all"``) becomes a string column, so rows
+    from different jobs always fit one schema.
+    """
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    arrays = []
+    for name in names:
+        values = [row.get(name) for row in rows]
+        dtype = FIXED_TYPES.get(name) or infer_type(values)
+        if pa.types.is_string(dtype):
+            values = [None if v is None else str(v) for v in values]
+        arrays.append(pa.array(values, type=dtype))
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def infer_type(values: Iterable[Any]) -> pa.DataType:
+    """Arrow type for one column: bool, int64, float64, string, or null if all null."""
+    kinds = {_kind(v) for v in values if v is not None}
+    if not kinds:
+        return pa.null()
+    if kinds == {"bool"}:
+        return pa.bool_()
+    if kinds == {"int"}:
+        return pa.int64()
+    if kinds <= {"int", "float"}:
+        return pa.float64()
+    return pa.string()
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "str"
+
+
+def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> Path:
+    """Write ``table`` as Parquet at ``path`` via a temp file and ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_rows(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Build the table from ``rows`` and write it atomically to ``path``."""
+    return write_table_atomic(rows_to_table(rows), path)

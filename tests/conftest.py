@@ -1,0 +1,82 @@
+"""Shared test helpers: compose a config in-process, or run the app as a subprocess.
+
+Composition tests use Hydra's compose API on the real ``conf/``; exit-code tests run
+``python -m kernbench.app`` so they see exactly what a user sees (stderr, exit code,
+the files left in the run directory).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from kernbench.config.store import conf_dir, register_configs
+
+Compose = Callable[..., DictConfig]
+
+
+@pytest.fixture
+def compose_cfg() -> Compose:
+    """``compose_cfg("topology=small", ...)`` -> the composed DictConfig."""
+    register_configs()
+
+    def _compose(*overrides: str) -> DictConfig:
+        with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+            return compose(config_name="config", overrides=list(overrides))
+
+    return _compose
+
+
+@dataclass
+class AppRun:
+    """What one subprocess run of the app left behind."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    run_dir: Path
+
+    def rows(self) -> list[dict]:
+        """Every row of every result.parquet under the run directory."""
+        return [row for f in sorted(self.run_dir.rglob("result.parquet")) for row in _read(f)]
+
+    def ok_rows(self) -> list[dict]:
+        return [row for row in self.rows() if row["status"] == "ok"]
+
+
+def _read(path: Path) -> list[dict]:
+    return pq.read_table(path).to_pylist()
+
+
+@pytest.fixture
+def run_app(tmp_path: Path) -> Callable[..., AppRun]:
+    """``run_app("key=value", ...)`` runs the app with its run directory in tmp_path.
+
+    ``command=`` replaces ``python -m kernbench.app`` (e.g. with the console script).
+    """
+
+    def _run(*overrides: str, command: list[str] | None = None) -> AppRun:
+        run_dir = tmp_path / "run"
+        env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+        argv = command or [sys.executable, "-m", "kernbench.app"]
+        proc = subprocess.run(
+            [*argv, *overrides, f"hydra.run.dir={run_dir}"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=300,
+            check=False,
+        )
+        return AppRun(proc.returncode, proc.stdout, proc.stderr, run_dir)
+
+    return _run

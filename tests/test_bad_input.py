@@ -1,0 +1,171 @@
+"""DESIGN §7: each bad input gets one clear error naming the key and the limit,
+a non-zero exit, and no result file that looks like a success."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf import OmegaConf
+
+from kernbench.config import validate
+from kernbench.errors import ConfigError
+
+# (overrides, the key the error names, text stating the value and the limit)
+VALIDATION_CASES = [
+    (
+        ["topology.cube.memory_map.hbm_pseudo_channels=60"],
+        "topology.cube.memory_map.hbm_pseudo_channels",
+        "60 is not divisible by topology.pes_per_cube = 8",
+    ),
+    (["topology.links.pe_noc_bw_gbs=0"], "topology.links.pe_noc_bw_gbs", "0.0 is not > 0"),
+    (
+        ["topology.cube.memory_map.hbm_channel_bw_gbs=-1"],
+        "topology.cube.memory_map.hbm_channel_bw_gbs",
+        "-1.0 is not > 0",
+    ),
+    (
+        ["topology.links.noc_noc_latency_ns=-5"],
+        "topology.links.noc_noc_latency_ns",
+        "-5.0 is not >= 0",
+    ),
+    (
+        ["topology.pe_mmu.page_size=3000"],
+        "topology.pe_mmu.page_size",
+        "3000 is not a power of two (nearest: 2048 or 4096)",
+    ),
+    (
+        ["topology.cube.memory_map.interleave_bytes=0"],
+        "topology.cube.memory_map.interleave_bytes",
+        "0 is not a power of two",
+    ),
+    (
+        ["topology.cube.memory_map.hbm_channels_per_pe=4"],
+        "topology.cube.memory_map.hbm_channels_per_pe",
+        "4 disagrees with hbm_pseudo_channels / pes_per_cube = 64 / 8 = 8",
+    ),
+    (["topology.pes_per_cube=0"], "topology.pes_per_cube", "0 is not >= 1"),
+    (["topology.n_sips=17"], "topology.n_sips", "17 exceeds 16"),
+    (
+        ["topology.pes_per_cube=128", "topology.cube.memory_map.hbm_pseudo_channels=128"],
+        "topology.pes_per_cube",
+        "128 exceeds 64",
+    ),
+    (
+        ["topology.cube.memory_map.hbm_channel_bytes=17179869184"],
+        "topology.cube.memory_map.hbm_channel_bytes",
+        "exceeds 2**36",
+    ),
+    (
+        ["topology.pe.attrs.pe_cost_model.clock_freq_ghz=0"],
+        "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
+        "0.0 is not > 0",
+    ),
+    (
+        ["topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles=-1"],
+        "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
+        "-1.0 is not >= 0",
+    ),
+    (["workload.active_pes=17"], "workload.active_pes", "17 is neither 'all' nor a count in 1..16"),
+    (["workload.active_pes=0"], "workload.active_pes", "0 is neither 'all' nor a count in 1..16"),
+    (
+        ["workload.bytes_per_pe=4294967296"],
+        "workload.bytes_per_pe",
+        "4294967296 exceeds a PE's HBM: 8 channels x 268435456 bytes = 2147483648",
+    ),
+    (["workload.align_offset_bytes=-4"], "workload.align_offset_bytes", "-4 is not >= 0"),
+    (["workload.outstanding=0"], "workload.outstanding", "0 is not >= 1"),
+    (
+        ["+topology.cube.memory_map.foo=1"],
+        "topology.cube.memory_map.foo",
+        "not a key of MemoryMapConfig",
+    ),
+    (["+workload.bogus=1"], "workload.bogus", "not a key of StreamWorkloadConfig"),
+    (["+extra=1"], "extra", "not a key of KernBenchConfig"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "limit"), VALIDATION_CASES, ids=lambda v: str(v))
+def test_validation_error_names_key_and_limit(compose_cfg, overrides, key, limit):
+    cfg = OmegaConf.to_object(compose_cfg(*overrides))
+    with pytest.raises(ConfigError) as info:
+        validate(cfg)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: ")
+    assert limit in str(info.value)
+
+
+# Errors Hydra/OmegaConf raise while composing: (overrides, exception, texts it contains)
+COMPOSITION_CASES = [
+    (["topology.cube.memory_map.foo=1"], ConfigCompositionException, ["foo", "MemoryMapConfig"]),
+    (["workload.bogus=1"], ConfigCompositionException, ["bogus", "StreamWorkloadConfig"]),
+    (
+        ["topology.pes_per_cube=abc"],
+        ConfigCompositionException,
+        ["topology.pes_per_cube", "Integer"],
+    ),
+    (["address.model=xx"], ConfigCompositionException, ["address.model", "pa, va, la"]),
+    (["workload.op=zzz"], ConfigCompositionException, ["workload.op", "read, write, copy"]),
+    (["workload=nope"], MissingConfigException, ["workload/nope", "stream"]),
+]
+
+
+@pytest.mark.parametrize(("overrides", "error", "texts"), COMPOSITION_CASES, ids=lambda v: str(v))
+def test_composition_error_names_key(compose_cfg, overrides, error, texts):
+    with pytest.raises(error) as info:
+        compose_cfg(*overrides)
+    message = f"{info.value} {info.value.__cause__ or ''}"
+    assert all(text in message for text in texts), message
+
+
+def test_unknown_key_in_a_yaml_file_is_an_error(compose_cfg, tmp_path):
+    """YAML files are checked against the schema too, not only command-line overrides."""
+    (tmp_path / "topology").mkdir()
+    (tmp_path / "topology" / "typo.yaml").write_text("cube:\n  memory_map:\n    hbm_chanels: 4\n")
+    with pytest.raises(ConfigCompositionException) as info:
+        compose_cfg(f"hydra.searchpath=[file://{tmp_path}]", "topology=typo")
+    assert "hbm_chanels" in f"{info.value} {info.value.__cause__}"
+
+
+# Through the app: exit code, one stderr line, no success-looking result.
+APP_VALIDATION_CASES = [
+    (
+        "topology.cube.memory_map.hbm_pseudo_channels=60",
+        "topology.cube.memory_map.hbm_pseudo_channels: 60 is not divisible by "
+        "topology.pes_per_cube = 8",
+    ),
+    ("topology.links.pe_noc_bw_gbs=0", "topology.links.pe_noc_bw_gbs: 0.0 is not > 0"),
+    (
+        "topology.cube.memory_map.hbm_channel_bw_gbs=-1",
+        "topology.cube.memory_map.hbm_channel_bw_gbs: -1.0 is not > 0",
+    ),
+    ("topology.pe_mmu.page_size=3000", "topology.pe_mmu.page_size: 3000 is not a power of two"),
+    ("+workload.bogus=1", "workload.bogus: is not a key of StreamWorkloadConfig"),
+]
+
+
+@pytest.mark.parametrize(("override", "message"), APP_VALIDATION_CASES)
+def test_app_rejects_bad_value(run_app, override, message):
+    run = run_app(override)
+    assert run.returncode != 0
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith(f"kernbench: error: {message}")
+    assert run.ok_rows() == []
+    [row] = run.rows()
+    assert row["status"] == "error"
+    assert row["error"].startswith(message)
+
+
+APP_COMPOSITION_CASES = [
+    ("topology.cube.memory_map.foo=1", ["topology.cube.memory_map.foo", "MemoryMapConfig"]),
+    ("workload=nope", ["workload/nope", "stream"]),
+    ("topology.pes_per_cube=abc", ["topology.pes_per_cube", "Integer"]),
+]
+
+
+@pytest.mark.parametrize(("override", "texts"), APP_COMPOSITION_CASES)
+def test_app_rejects_bad_composition(run_app, override, texts):
+    run = run_app(override)
+    assert run.returncode != 0
+    assert all(text in run.stderr for text in texts), run.stderr
+    assert "Traceback" not in run.stderr
+    assert run.ok_rows() == []

@@ -1,0 +1,198 @@
+"""Every option of every config group composes, lands where DESIGN §2 says, and validates."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import itertools
+
+import pytest
+from omegaconf import OmegaConf
+
+from kernbench.config import flatten, validate
+from kernbench.config.schema import (
+    ControlConfig,
+    KernBenchConfig,
+    LinksConfig,
+    StreamWorkloadConfig,
+    TopologyConfig,
+    WorkloadConfig,
+)
+from kernbench.config.store import conf_dir
+
+# The function `validate` shadows its module's name in the package namespace.
+validate_mod = importlib.import_module("kernbench.config.validate")
+
+GROUPS = ("topology", "address", "channel_mapping", "pe_cost_model", "workload")
+
+
+def options(group: str) -> list[str]:
+    """The options a user can pick for ``group``: the YAML files in its folder."""
+    return sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+
+
+def test_every_group_has_the_design_options():
+    assert {"default", "small"} <= set(options("topology"))
+    assert options("address") == ["la", "pa", "va"]
+    assert options("channel_mapping") == ["n_to_one", "one_to_one"]
+    assert options("pe_cost_model") == ["default", "zero"]
+    assert "stream" in options("workload")
+
+
+@pytest.mark.parametrize(
+    "choice",
+    list(itertools.product(*(options(g) for g in GROUPS))),
+    ids=lambda choice: "-".join(choice),
+)
+def test_every_combination_composes_and_validates(compose_cfg, choice):
+    overrides = [f"{group}={option}" for group, option in zip(GROUPS, choice, strict=True)]
+    cfg = validate(OmegaConf.to_object(compose_cfg(*overrides)))
+    assert isinstance(cfg, KernBenchConfig)
+    assert cfg.topology.name == choice[0]
+    assert cfg.address.model.value == choice[1]
+    assert cfg.topology.cube.memory_map.hbm_mapping_mode.value == choice[2]
+    assert cfg.workload.name == choice[4]
+
+
+def test_default_choices(compose_cfg):
+    cfg = validate(OmegaConf.to_object(compose_cfg()))
+    assert cfg.topology.name == "default"
+    assert cfg.address.model.value == "pa"
+    assert cfg.topology.cube.memory_map.hbm_mapping_mode.value == "n_to_one"
+    assert cfg.workload.name == "stream"
+
+
+def test_channel_mapping_lands_in_memory_map(compose_cfg):
+    cfg = compose_cfg("channel_mapping=one_to_one")
+    assert cfg.topology.cube.memory_map.hbm_mapping_mode.value == "one_to_one"
+    assert "channel_mapping" not in cfg
+    assert "hbm_mapping_mode" not in cfg.topology
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [("default", (32.0, 0.25, 1.0)), ("zero", (0.0, 0.0, 1.0))],
+)
+def test_pe_cost_model_lands_in_pe_attrs(compose_cfg, option, expected):
+    cfg = compose_cfg(f"pe_cost_model={option}")
+    model = cfg.topology.pe.attrs.pe_cost_model
+    assert (model.fixed_per_cmd_cycles, model.byte_cycles_recip, model.clock_freq_ghz) == expected
+    assert "pe_cost_model" not in cfg
+
+
+@pytest.mark.parametrize("model", ["pa", "va", "la"])
+def test_address_option_sets_model(compose_cfg, model):
+    assert compose_cfg(f"address={model}").address.model.value == model
+
+
+def test_default_topology_is_design_section_2(compose_cfg):
+    cfg = validate(OmegaConf.to_object(compose_cfg()))
+    topo, mm = cfg.topology, cfg.topology.cube.memory_map
+    assert (topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube) == (1, 2, 8)
+    assert (mm.hbm_pseudo_channels, mm.hbm_channel_bw_gbs) == (64, 32.0)
+    assert mm.hbm_channels_per_pe == 8
+    assert mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs == 256.0
+    assert topo.pe.clock_ghz == 1.0
+
+
+def test_default_topology_yaml_equals_schema_defaults(compose_cfg):
+    """The YAML writes the schema's defaults out, so neither can drift from the other."""
+    assert OmegaConf.to_object(compose_cfg()).topology == TopologyConfig()
+
+
+def test_default_topology_yaml_writes_every_link_and_control_value():
+    written = OmegaConf.load(conf_dir() / "topology" / "default.yaml")
+    for section, schema in (("links", LinksConfig), ("control", ControlConfig)):
+        expected = [f.name for f in dataclasses.fields(schema)]
+        assert list(written[section].keys()) == expected
+
+
+def test_small_topology_keeps_cross_cube_paths(compose_cfg):
+    cfg = validate(OmegaConf.to_object(compose_cfg("topology=small")))
+    topo = cfg.topology
+    assert (topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube) == (1, 2, 2)
+    assert topo.cube.memory_map.hbm_pseudo_channels == 16
+    assert topo.cube.memory_map.hbm_channels_per_pe == 8
+    assert topo.links == LinksConfig()
+
+
+@pytest.mark.parametrize("workload", options("workload"))
+def test_every_workload_node_is_typed(compose_cfg, workload):
+    """The root ``workload`` field is ``Any``; each option must bring its own schema."""
+    cfg = compose_cfg(f"workload={workload}")
+    schema = OmegaConf.get_type(cfg.workload)
+    assert dataclasses.is_dataclass(schema) and issubclass(schema, WorkloadConfig)
+    assert isinstance(OmegaConf.to_object(cfg).workload, schema)
+
+
+def test_stream_workload_is_stream_schema(compose_cfg):
+    assert OmegaConf.get_type(compose_cfg().workload) is StreamWorkloadConfig
+
+
+def test_validate_derives_channels_per_pe_on_a_copy(compose_cfg):
+    cfg = OmegaConf.to_object(compose_cfg("topology.cube.memory_map.hbm_pseudo_channels=32"))
+    checked = validate(cfg)
+    assert checked.topology.cube.memory_map.hbm_channels_per_pe == 4
+    assert cfg.topology.cube.memory_map.hbm_channels_per_pe is None
+
+
+def test_validate_accepts_a_matching_given_channels_per_pe(compose_cfg):
+    cfg = compose_cfg("topology.cube.memory_map.hbm_channels_per_pe=8")
+    assert validate(OmegaConf.to_object(cfg)).topology.cube.memory_map.hbm_channels_per_pe == 8
+
+
+def test_rule_tables_name_real_keys(compose_cfg):
+    cfg = OmegaConf.to_object(compose_cfg())
+    keys = [
+        *validate_mod.AT_LEAST_ONE,
+        *validate_mod.NON_NEGATIVE,
+        *validate_mod.POWER_OF_TWO,
+        *validate_mod.PA_FIELD_LIMITS,
+    ]
+    missing = [k for k in keys if validate_mod.get_key(cfg, k) is validate_mod.ABSENT]
+    assert missing == []
+
+
+DESIGN_KEYS = [
+    "topology.n_sips",
+    "topology.cubes_per_sip",
+    "topology.pes_per_cube",
+    "topology.cube.memory_map.hbm_mapping_mode",
+    "topology.cube.memory_map.hbm_pseudo_channels",
+    "topology.cube.memory_map.hbm_channels_per_pe",
+    "topology.cube.memory_map.hbm_channel_bw_gbs",
+    "topology.cube.memory_map.interleave_bytes",
+    "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
+    "topology.pe.attrs.pe_cost_model.byte_cycles_recip",
+    "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
+    "topology.pe_mmu.page_size",
+    "topology.pe_mmu.tlb_overhead_ns",
+    "address.model",
+    "workload.name",
+    "workload.op",
+    "workload.access_bytes",
+    "workload.bytes_per_pe",
+    "workload.align_offset_bytes",
+    "workload.active_pes",
+    "workload.outstanding",
+]
+
+
+def test_flatten_names_every_design_key(compose_cfg):
+    flat = flatten(validate(OmegaConf.to_object(compose_cfg("channel_mapping=one_to_one"))))
+    assert [k for k in DESIGN_KEYS if k not in flat] == []
+    assert flat["topology.cube.memory_map.hbm_mapping_mode"] == "one_to_one"
+    assert flat["address.model"] == "pa"
+    assert flat["workload.op"] == "read"
+    assert flat["topology.cube.memory_map.hbm_channels_per_pe"] == 8
+    assert next(iter(flat)) == "topology.name"
+
+
+def test_flatten_of_dictconfig_matches_flatten_of_object(compose_cfg):
+    cfg = compose_cfg("topology=small", "address=va")
+    assert flatten(cfg) == flatten(OmegaConf.to_object(cfg))
+
+
+def test_flatten_keeps_none_and_drops_defaults():
+    flat = flatten({"defaults": ["x"], "a": {"b": None, "c": [1, 2]}, "d": "e"})
+    assert flat == {"a.b": None, "a.c": "[1, 2]", "d": "e"}
