@@ -8,11 +8,13 @@ workload and returns its metrics (DESIGN §8 names) and, if asked, the op log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
 from kernbench.errors import ConfigError
+from kernbench.results.trace import TraceWriter
 from kernbench.sim.oplog import OpLogEntry
 from kernbench.sim.system import System
 from kernbench.workloads import WORKLOADS
@@ -35,13 +37,26 @@ def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def run(cfg: KernBenchConfig) -> RunResult:
-    """Simulate one configuration. Raises a KernBenchError subclass on bad input."""
+def run(cfg: KernBenchConfig, trace_path: Path | None = None) -> RunResult:
+    """Simulate one configuration. Raises a KernBenchError subclass on bad input.
+
+    With ``sim.trace`` on and a ``trace_path``, every physical request is also written
+    to that Parquet file (:mod:`kernbench.results.trace`); it appears only on success.
+    """
     cfg = validate(cfg)
     workload = WORKLOADS.get(cfg.workload.name)
     if workload is None:
         known = sorted(WORKLOADS)
         raise ConfigError("workload.name", f"{cfg.workload.name!r} is not one of {known}")
-    system = System(cfg)
-    metrics = workload(system, cfg.workload)
+    trace = None
+    if cfg.sim.trace and trace_path is not None:
+        trace = TraceWriter(trace_path, cfg.address.model.value)
+    ok = False
+    try:
+        system = System(cfg, trace=trace)
+        metrics = workload(system, cfg.workload)
+        ok = True
+    finally:
+        if trace is not None:
+            trace.close(keep=ok)
     return RunResult(metrics, system.oplog.entries if system.oplog is not None else [])

@@ -71,6 +71,29 @@ class FreeListAllocator:
     def size_of(self, addr: int) -> int:
         return self._live[addr]
 
+    def find_fit(self, at_least: int, nbytes: int, align: int | None = None) -> int | None:
+        """The lowest aligned start ``>= at_least`` where ``nbytes`` would fit, or None.
+
+        With :meth:`reserve` this lets several allocators agree on one common range
+        (a tensor's LA range must be the same in every PE that sees it)."""
+        align = max(align or 1, self.align)
+        need = align_up(nbytes, self.align)
+        for start in self._starts:
+            size = self._sizes[start]
+            addr = align_up(max(start, at_least), align)
+            if addr + need <= start + size:
+                return addr
+        return None
+
+    def reserve(self, addr: int, nbytes: int) -> None:
+        """Allocate exactly ``[addr, addr+nbytes)`` (rounded up); it must be free."""
+        need = align_up(nbytes, self.align)
+        i = bisect.bisect_right(self._starts, addr) - 1
+        start = self._starts[i] if i >= 0 else None
+        if start is None or addr + need > start + self._sizes[start]:
+            raise AllocationError(f"{self.name}: range {addr:#x}+{need} is not free")
+        self._take(start, self._sizes[start], addr, need)
+
     def _take(self, start: int, size: int, addr: int, need: int) -> None:
         i = bisect.bisect_left(self._starts, start)
         self._starts.pop(i)

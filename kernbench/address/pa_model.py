@@ -9,8 +9,10 @@ the VA and LA models resolve into.
 from __future__ import annotations
 
 from kernbench.address import interleave
+from kernbench.address.models import Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
 from kernbench.errors import AddressFault
+from kernbench.sim.control import ControlMsg
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
@@ -70,11 +72,26 @@ def _pe_offset(channel_offset: int, channel: int, granule: int, n: int) -> int:
     return (channel_offset // granule) * granule * n + channel * granule + channel_offset % granule
 
 
+def hbm_alignment(graph: TopologyGraph) -> int:
+    """Alignment of every HBM allocation: a page, and a whole interleave stripe (g x N),
+    so that an LA 1:1 segment starts on channel 0 and covers whole stripes."""
+    mm = graph.config.cube.memory_map
+    return max(graph.config.pe_mmu.page_size, mm.interleave_bytes * graph.channels_per_pe)
+
+
 class PaModel:
     """Kernels see PAs: a tensor shard's pointer is its PA; nothing to install."""
 
-    def __init__(self, physical: PhysicalLayer) -> None:
+    contiguous = False
+
+    def __init__(self, graph: TopologyGraph, physical: PhysicalLayer) -> None:
         self.physical = physical
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         return self.physical.resolve(addr, nbytes), 0.0
+
+    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
+        return TensorMap(None, 0, copies, sharded), []
+
+    def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
+        return []

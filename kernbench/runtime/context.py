@@ -12,9 +12,12 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from kernbench.address.models import Piece, TensorMap
 from kernbench.address.pa import Region, pe_base
+from kernbench.config.schema import AddressModel
 from kernbench.errors import ConfigError
 from kernbench.runtime.exec_paths import SOURCES, Kernel
+from kernbench.sim.control import ControlMsg
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 
@@ -36,7 +39,10 @@ class DPPolicy:
 
 @dataclass(frozen=True)
 class Shard:
-    """One PE's piece of a tensor: its offset in the tensor and its physical address."""
+    """One PE's piece of a tensor: its offset in the tensor's address range, its size
+    and its physical address. Under VA and LA the offsets are multiples of the HBM
+    allocation size (page- and stripe-aligned), so each shard maps whole pages or a
+    whole segment; under PA they are the plain split ``nbytes * i // n``."""
 
     pe: PeId
     offset_bytes: int
@@ -48,18 +54,32 @@ class Tensor:
     """A deployed tensor. ``shard_ptr(i)`` is the pointer kernel program ``i`` uses."""
 
     def __init__(
-        self, ctx: RuntimeContext, name: str, nbytes: int, shards: list[Shard], policy: DPPolicy
+        self,
+        ctx: RuntimeContext,
+        name: str,
+        nbytes: int,
+        shards: list[Shard],
+        policy: DPPolicy,
+        tmap: TensorMap,
     ) -> None:
         self.name = name
         self.nbytes = nbytes
         self.shards = shards
         self.policy = policy
         self.freed = False
+        self.tmap = tmap
+        self.base = tmap.base
+        model = ctx.system.cfg.address.model
+        self.va_base = tmap.base if model is AddressModel.va else None
+        self.la_base = tmap.base if model is AddressModel.la else None
+        self.install_latency_ns = 0.0
         self._ctx = weakref.ref(ctx)
 
     def shard_ptr(self, i: int) -> int:
-        """Address of shard ``i`` in the run's address space."""
-        return self.shards[i].pa
+        """Address of shard ``i`` in the run's address space: its PA under PA,
+        ``va_base + offset_bytes`` under VA, ``la_base + offset_bytes`` under LA."""
+        shard = self.shards[i]
+        return shard.pa if self.base is None else self.base + shard.offset_bytes
 
     def __del__(self) -> None:
         ctx = self._ctx()
@@ -91,28 +111,60 @@ class RuntimeContext:
         return list(every) if count == "all" else list(every[: int(count)])
 
     def deploy(self, nbytes: int, policy: DPPolicy = DPPolicy(), name: str = "") -> Tensor:
-        """Allocate a tensor of ``nbytes`` split into equal contiguous shards."""
-        targets = self._targets(policy)
-        shards = []
-        for copy in targets:
-            n = len(copy)
-            for i, pe in enumerate(copy):
-                lo, hi = nbytes * i // n, nbytes * (i + 1) // n
-                offset = self.system.memory[pe.index].hbm.alloc(hi - lo)
-                base = pe_base(pe.sip, pe.cube, pe.pe, Region.HBM)
-                shards.append(Shard(pe, lo, hi - lo, base + offset))
+        """Allocate a tensor of ``nbytes`` split into equal contiguous shards, map it in
+        the address model and wait until the mapping has landed on every PE."""
+        model = self.system.address
+        copies = [self._place(copy, nbytes, model.contiguous) for copy in self._targets(policy)]
+        pieces = [[p for p, _ in c] for c in copies]
+        tmap, msgs = model.map_tensor(pieces, sharded=policy.cube != "replicate")
+        shards = [Shard(p.pe, p.offset_bytes, size, p.pa) for c in copies for p, size in c]
         self._names += 1
-        tensor = Tensor(self, name or f"t{self._names}", nbytes, shards, policy)
+        tensor = Tensor(self, name or f"t{self._names}", nbytes, shards, policy, tmap)
+        tensor.install_latency_ns = self._deliver(msgs)
         self._tensors.append(weakref.ref(tensor))
         return tensor
 
     def free(self, tensor: Tensor) -> None:
-        """Return a tensor's memory (idempotent)."""
+        """Unmap a tensor (through the control plane) and return its memory (idempotent)."""
         if tensor.freed:
             return
         tensor.freed = True
+        self._deliver(self.system.address.unmap_tensor(tensor.tmap))
         for s in tensor.shards:
             self.system.memory[s.pe.index].hbm.free(s.pa - pe_base(s.pe.sip, s.pe.cube, s.pe.pe))
+
+    def _place(self, copy: list[PeId], nbytes: int, contiguous: bool) -> list[tuple[Piece, int]]:
+        """Allocate one copy's shards; under VA/LA shard i sits at i x the largest allocation."""
+        n = len(copy)
+        sizes = [nbytes * (i + 1) // n - nbytes * i // n for i in range(n)]
+        offsets: list[int] = []
+        try:
+            for pe, size in zip(copy, sizes, strict=True):
+                # an empty shard (tensor smaller than its PEs) still gets a block
+                offsets.append(self.system.memory[pe.index].hbm.alloc(max(size, 1)))
+        except Exception:
+            for pe, off in zip(copy, offsets, strict=False):
+                self.system.memory[pe.index].hbm.free(off)
+            raise
+        allocs = [
+            self.system.memory[pe.index].hbm.size_of(o) for pe, o in zip(copy, offsets, strict=True)
+        ]
+        chunk = max(allocs)
+        return [
+            (Piece(pe, i * chunk if contiguous else nbytes * i // n, alloc, _pa(pe) + off), size)
+            for i, (pe, off, alloc, size) in enumerate(
+                zip(copy, offsets, allocs, sizes, strict=True)
+            )
+        ]
+
+    def _deliver(self, msgs: list[ControlMsg]) -> float:
+        """Send install/uninstall messages; run until they land; the measured latency."""
+        control = self.system.control
+        if not msgs or control is None:
+            return 0.0
+        events = [control.send(m) for m in msgs]
+        self.system.run_until(self.system.env.all_of(events))
+        return max(m.latency_ns for m in msgs) if all(m.pending == 0 for m in msgs) else 0.0
 
     def launch(self, kernel: Kernel, grid: int | list[PeId], *args: Any) -> dict[int, float]:
         """Run ``kernel`` as programs 0..n-1 on the first n PEs (or on the PEs given),
@@ -124,9 +176,14 @@ class RuntimeContext:
         return self.system.run_programs(sources)
 
     def _targets(self, policy: DPPolicy) -> list[list[PeId]]:
+        """One list of PEs per copy: every cube's PEs (replicate) or the policy's PEs."""
         if policy.cube != "replicate":
             return [self.pes(policy.pes)]
         by_cube: dict[tuple[int, int], list[PeId]] = {}
         for pe in self.system.graph.pes:
             by_cube.setdefault((pe.sip, pe.cube), []).append(pe)
         return list(by_cube.values())
+
+
+def _pa(pe: PeId) -> int:
+    return pe_base(pe.sip, pe.cube, pe.pe, Region.HBM)

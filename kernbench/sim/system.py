@@ -11,11 +11,14 @@ from collections.abc import Callable
 import simpy
 
 from kernbench.address.allocator import PEMemAllocator
-from kernbench.address.pa_model import PaModel, PhysicalLayer
+from kernbench.address.models import AddressModelPolicy
+from kernbench.address.pa_model import PhysicalLayer, hbm_alignment
+from kernbench.address.registry import ENDPOINTS, build_model
 from kernbench.config.schema import AddressModel, KernBenchConfig
+from kernbench.sim.control import ControlPlane
 from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
-from kernbench.sim.dma import AddressFrontEnd, DmaEngine, TraceSink
+from kernbench.sim.dma import DmaEngine, TraceSink
 from kernbench.sim.engines import Engine
 from kernbench.sim.fabric import Fabric
 from kernbench.sim.oplog import OpLog
@@ -83,15 +86,30 @@ class System:
         self.oplog = OpLog() if (cfg.sim.oplog if oplog is None else oplog) else None
         self.trace = trace
         self.physical = PhysicalLayer(self.graph)
-        hbm_align = max(topo.pe_mmu.page_size, mm.interleave_bytes * self.graph.channels_per_pe)
+        hbm_align = hbm_alignment(self.graph)
         self.memory = {
             pe.index: PEMemAllocator(
                 pe.prefix, self.physical.capacity, topo.pe.tcm_bytes, hbm_align
             )
             for pe in self.graph.pes
         }
-        self.address: AddressFrontEnd = PaModel(self.physical)
+        model = cfg.address.model
+        self.address: AddressModelPolicy = build_model(model, self.graph, self.physical)
+        endpoint = ENDPOINTS.get(model)
+        self.control = ControlPlane(self.env, self.graph, endpoint) if endpoint else None
+        self.running = False
         self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
+
+    def run_until(self, event: simpy.Event) -> None:
+        """Advance simulated time until ``event``; a no-op when already inside a run
+        (then the event's work simply happens as that run goes on)."""
+        if self.running:
+            return
+        self.running = True
+        try:
+            self.env.run(until=event)
+        finally:
+            self.running = False
 
     def run_programs(self, sources: list[tuple[PeId, CommandSource]]) -> dict[int, float]:
         """Start one command stream per PE now; run until all finish; return end times."""
@@ -109,5 +127,5 @@ class System:
         for pe, source in sources:
             self.pes[pe.index].cpu.run(source, finisher(pe))
         if sources:
-            self.env.run(until=all_done)
+            self.run_until(all_done)
         return ends

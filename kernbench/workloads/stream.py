@@ -83,4 +83,6 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "aggregate_bw_gbs": per_pe_bytes * n_pes / sim_time,
         "peak_bw_gbs": peak,
         "bw_efficiency": effective / peak,
+        # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
+        "install_latency_ns": src.install_latency_ns,
     }

@@ -1,0 +1,90 @@
+"""The address-model interface and its registry (ADR-0011: exactly one model per run).
+
+An address model is a small policy chosen by name (``address.model``). PE_DMA asks
+it to ``resolve(pe, addr, nbytes)`` into physical requests; the runtime asks it to
+map a deployed tensor (returning the tensor's base pointer, if the model has one,
+and the control messages that install the mapping) and to unmap it again. This
+module owns that contract and the mapping strategies of D-VA3 shared by VA and LA;
+it does not move messages (that is :mod:`kernbench.sim.control`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kernbench.sim.control import ControlMsg
+from kernbench.sim.dma import PhysicalRequest
+from kernbench.topology.graph import TopologyGraph
+from kernbench.topology.names import PeId
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One shard as an address model sees it: owner, place in the tensor's range, PA."""
+
+    pe: PeId
+    offset_bytes: int
+    alloc_bytes: int
+    pa: int
+
+
+Copies = Sequence[Sequence[Piece]]
+
+
+@dataclass
+class TensorMap:
+    """What an address model remembers about a mapped tensor, to unmap it later."""
+
+    base: int | None
+    span: int
+    copies: Copies
+    sharded: bool
+
+
+class AddressModelPolicy(Protocol):
+    """What PE_DMA and the runtime ask of an address model."""
+
+    # True when pointers are ``base + offset_bytes`` (VA, LA): shards then sit at
+    # page/segment-aligned offsets of one contiguous range.
+    contiguous: bool
+
+    def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
+        """Physical requests covering exactly ``[addr, addr+nbytes)``, and a delay in ns."""
+        ...
+
+    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
+        """Reserve the tensor's address range; the messages that install its mapping."""
+        ...
+
+    def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
+        """Return the address range; the messages that remove the mapping."""
+        ...
+
+
+Cubes = frozenset[tuple[int, int]] | None
+MsgFactory = Callable[[tuple[int, ...], Cubes, list[Piece]], ControlMsg]
+
+
+def strategy_messages(copies: Copies, sharded: bool, make: MsgFactory) -> list[ControlMsg]:
+    """D-VA3: sharded -> one message broadcast to every cube of the SIPs holding shards;
+    replicate -> one message per copy, to that copy's own cube only."""
+    if sharded:
+        sips = tuple(sorted({p.pe.sip for copy in copies for p in copy}))
+        return [make(sips, None, [p for copy in copies for p in copy])]
+    out = []
+    for copy in copies:
+        cubes = frozenset((p.pe.sip, p.pe.cube) for p in copy)
+        out.append(make(tuple(sorted({s for s, _ in cubes})), cubes, list(copy)))
+    return out
+
+
+def visible_pes(graph: TopologyGraph, msg: ControlMsg) -> list[PeId]:
+    """The PEs a strategy message reaches (same rule as the control plane's fan-out)."""
+    return [
+        pe
+        for pe in graph.pes
+        if pe.sip in msg.target_sips
+        and (msg.target_cubes is None or (pe.sip, pe.cube) in msg.target_cubes)
+    ]

@@ -1,0 +1,141 @@
+"""ADR-0011 VA test requirements (regression), with exact times computed by hand.
+
+Default topology: 4 KiB on the n:1 path = 2 (dma->router) + 4 (router->hbm) + 16 (drain
+at 256 GB/s) + 40 (HBM) = 62 ns; tlb_overhead_ns = 2 per translated piece (a page).
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from kernbench.address.va import VA_BASE, PeMMU, VirtualAllocator
+from kernbench.errors import AddressFault, AllocationError
+from kernbench.runtime import DPPolicy, RuntimeContext
+from kernbench.sim.control import MmuMapMsg, MmuUnmapMsg
+from kernbench.sim.system import System
+from tests.address_support import (
+    KIB4,
+    ONE_MESSAGE_NS,
+    deploy_all,
+    launch_reads,
+    model_cfg,
+)
+from tests.support import make_system
+
+
+def test_cross_pe_and_cross_cube_dma_follow_installed_mappings():
+    system, ctx, src = deploy_all("va")
+    # PE0 reads shard 1 (sip0.cube0.pe1) and, on its own, shard 8 (sip0.cube1.pe0)
+    for shard, expect in ((1, 5 + 3 + 4 + KIB4 / 128 + 40), (8, 5 + 20 + 3 + 4 + KIB4 / 64 + 40)):
+        ptr = src.shard_ptr(shard)
+        assert ptr == src.va_base + src.shards[shard].offset_bytes
+        assert system.address.mmus[0].translate(ptr) == src.shards[shard].pa
+        ends = launch_reads(system, ctx, [0], {0: [ptr]}, KIB4)
+        assert ends == {0: 2 + expect}  # TLB 2 ns, then the PA path: 84 ns and 136 ns
+
+
+def test_mmu_map_and_unmap_traverse_the_fabric_with_their_measured_latency():
+    system, ctx, src = deploy_all("va")
+    (msg,) = system.control.log
+    assert isinstance(msg, MmuMapMsg) and msg.target_sips == (0,)
+    assert src.install_latency_ns == msg.latency_ns == ONE_MESSAGE_NS
+    assert system.env.now == ONE_MESSAGE_NS
+    # every MMU of both cubes received it (sharded: broadcast to every cube)
+    assert all(system.control.pe_end[pe.index].handled == 1 for pe in system.graph.pes)
+    assert len(system.address.mmus[15].pages) == (1 << 20) // KIB4
+    del src
+    gc.collect()
+    unmap = system.control.log[-1]
+    assert isinstance(unmap, MmuUnmapMsg) and unmap.latency_ns == ONE_MESSAGE_NS
+    assert system.env.now == 2 * ONE_MESSAGE_NS
+    assert all(not mmu.pages for mmu in system.address.mmus.values())
+    assert system.address.va.space.free_blocks == [(VA_BASE, system.address.va.space.size)]
+
+
+def test_replicate_installs_one_message_per_cube_and_the_components_serialise_them():
+    system, ctx = make_system(model_cfg("va"))
+    t = ctx.deploy(1 << 20, DPPolicy("replicate"))
+    a, b = system.control.log
+    assert a.target_cubes == frozenset({(0, 0)}) and b.target_cubes == frozenset({(0, 1)})
+    # both leave the host at 0 and reach PCIE_EP at 500; it serves them one at a time:
+    # a 500-540, b 540-580; IO_CPU: a 590-790, b (arrived 630) 790-990;
+    # a: m_cpu0 840-940, +55 -> mmu 995-1005; b: m_cpu1 1040-1140, +55 -> 1195-1205
+    assert a.latency_ns == 1005 and b.latency_ns == 1205
+    assert t.install_latency_ns == 1205
+    # local mappings only: the same VA is cube0's PA on PE0 and cube1's PA on PE8
+    mmus = system.address.mmus
+    assert mmus[0].translate(t.va_base) == t.shards[0].pa
+    assert mmus[8].translate(t.va_base) == t.shards[8].pa
+    assert mmus[0].translate(t.shard_ptr(8)) == t.shards[0].pa  # program 8's pointer
+
+
+def test_tlb_overhead_is_exactly_tlb_overhead_ns_per_translated_piece():
+    system, ctx, src = deploy_all("va")
+    base = src.shard_ptr(0)
+    assert launch_reads(system, ctx, [0], {0: [base]}, KIB4) == {0: 2 + 62}
+    # 4 KiB from mid-page crosses one page boundary: 2 pieces x 2 ns, then two 2 KiB
+    # requests on the aggregate link: the second starts 8 ns later and ends at 8 + 54
+    assert launch_reads(system, ctx, [0], {0: [base + 2048 + KIB4]}, KIB4) == {0: 4 + 8 + 54}
+    cfg = model_cfg("va")
+    cfg.topology.pe_mmu.tlb_overhead_ns = 7.0
+    system, ctx = make_system(cfg)
+    t = ctx.deploy(1 << 20)
+    assert launch_reads(system, ctx, [0], {0: [t.shard_ptr(0)]}, KIB4) == {0: 7 + 62}
+
+
+def test_page_fault_falls_back_to_pa_and_keeps_pa_only_behaviour():
+    system, ctx, src = deploy_all("va")
+    pa = src.shards[1].pa  # a PA, not a VA: no mapping, so PE_DMA uses it as a PA
+    assert system.address.mmus[0].translate(pa) is None
+    assert launch_reads(system, ctx, [0], {0: [pa]}, KIB4) == {0: 84}  # no TLB time
+    pa_system, pa_ctx, pa_src = deploy_all("pa")
+    assert launch_reads(pa_system, pa_ctx, [0], {0: [pa_src.shards[1].pa]}, KIB4) == {0: 84}
+
+
+def test_scope_exit_unmaps_and_returns_va_and_pa_space():
+    system = System(model_cfg("va"))
+    hbm_free = system.memory[0].hbm.free_bytes
+    with RuntimeContext(system) as ctx:
+        kept = [ctx.deploy(1 << 20), ctx.deploy(1 << 16)]  # alive until the scope ends
+        assert system.memory[0].hbm.free_bytes < hbm_free
+    kinds = [m.kind for m in system.control.log]
+    assert kinds == ["MmuMapMsg", "MmuMapMsg", "MmuUnmapMsg", "MmuUnmapMsg"]
+    assert all(not mmu.pages for mmu in system.address.mmus.values())
+    assert system.memory[0].hbm.free_bytes == hbm_free
+    assert len(system.address.va.space.free_blocks) == 1
+    assert all(t.freed for t in kept)
+
+
+def test_access_past_the_tensor_end_is_a_fault_naming_the_va():
+    system, ctx, src = deploy_all("va", nbytes=16 * KIB4)
+    last = src.shard_ptr(15)  # one page per shard; the range ends one page later
+    with pytest.raises(AddressFault, match=rf"sip0.cube1.pe7.mmu: VA {last + KIB4:#x} is not"):
+        launch_reads(system, ctx, [15], {15: [last]}, 2 * KIB4)
+
+
+def test_unmapped_va_that_is_no_pa_either_names_the_pe_and_the_limit():
+    system, ctx, src = deploy_all("va")
+    bogus = src.va_base + (1 << 30)
+    with pytest.raises(
+        AddressFault, match=rf"pe0.mmu: VA {bogus:#x}\+4096 has no mapping.*capacity"
+    ):
+        launch_reads(system, ctx, [0], {0: [bogus]}, KIB4)
+
+
+def test_mmu_split_at_page_boundaries_and_alignment_is_checked():
+    mmu = PeMMU("m", 4096, 2.0)
+    mmu.map(0x10000, 0x800000, 2 * 4096)
+    assert mmu.translate_range(0x10000 + 100, 5000) == [(0x800000 + 100, 3996), (0x801000, 1004)]
+    with pytest.raises(AddressFault, match="not aligned to the page size 4096"):
+        mmu.map(0x10000 + 8, 0x800000, 4096)
+
+
+def test_va_space_exhaustion_names_the_space_and_its_capacity():
+    va = VirtualAllocator(4096, size=1 << 20)
+    va.alloc(1 << 19)
+    with pytest.raises(
+        AllocationError, match=r"device VA space: cannot allocate .*\(capacity 1048576\)"
+    ):
+        va.alloc(1 << 20)

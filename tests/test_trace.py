@@ -1,0 +1,46 @@
+"""The per-request trace: one Parquet row per physical request, beside result.parquet."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow.parquet as pq
+
+from kernbench import simulate
+from tests.address_support import model_cfg
+
+
+def _traced(tmp_path, model, one_to_one, **stream):
+    cfg = model_cfg(model, one_to_one, **stream)
+    cfg.sim = dataclasses.replace(cfg.sim, trace=True)
+    path = tmp_path / "trace.parquet"
+    metrics = simulate.run(cfg, path).metrics
+    return metrics, pq.read_table(path).to_pandas()
+
+
+def test_one_to_one_trace_has_one_row_per_channel_request(tmp_path):
+    m, rows = _traced(tmp_path, "la", True, access_bytes=4096, bytes_per_pe=16384, active_pes=2)
+    # 2 PEs x 4 accesses x 8 channels of 512 B
+    assert len(rows) == 2 * 4 * 8 and set(rows["nbytes"]) == {512}
+    assert rows["nbytes"].sum() == m["bytes_moved"]
+    assert sorted(set(rows["channel"])) == list(range(16))
+    assert set(rows["address_model"]) == {"la"}
+    assert (rows["logical_addr"] >= 0x1_0000_0000).all()  # LAs, not PAs
+    assert (rows["end_ns"] > rows["start_ns"]).all() and (
+        rows["start_ns"] >= rows["issue_ns"]
+    ).all()
+    pe0 = rows[rows["pe"] == "sip0.cube0.pe0"]
+    assert set(pe0["node"]) == {f"sip0.cube0.pe0.ch_r{c}" for c in range(8)}
+
+
+def test_n_to_one_trace_has_one_row_per_access(tmp_path):
+    m, rows = _traced(tmp_path, "va", False, access_bytes=4096, bytes_per_pe=16384, active_pes=1)
+    assert len(rows) == 4 and set(rows["channel"]) == {-1}
+    assert set(rows["node"]) == {"sip0.cube0.pe0.agg_router"}
+    assert list(rows["command_id"]) == sorted(rows["command_id"])
+
+
+def test_no_trace_file_without_the_trace_switch(tmp_path):
+    cfg = model_cfg("pa", access_bytes=4096, bytes_per_pe=16384, active_pes=1)
+    simulate.run(cfg, tmp_path / "trace.parquet")
+    assert not (tmp_path / "trace.parquet").exists()
