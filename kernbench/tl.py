@@ -127,6 +127,25 @@ def maximum(a: Tile, b: Tile, out: Tile | None = None) -> Tile:
     return _math("maximum", (a, b), a.shape, out)
 
 
+def div(a: Tile, b: Tile, out: Tile | None = None) -> Tile:
+    return _math("div", (a, b), a.shape, out)
+
+
+def copy(x: Tile, out: Tile | None = None) -> Tile:
+    """``out = x`` on the vector engine (e.g. the online-softmax ``m_old = m_new``)."""
+    return _math("copy", (x,), x.shape, out)
+
+
+def exp_diff(a: Tile, b: Tile, out: Tile | None = None) -> Tile:
+    """``exp(a - b)`` as one op: the online-softmax rescale factor is one vector op."""
+    return _math("exp_diff", (a, b), a.shape, out)
+
+
+def scaled_rowsum(acc: Tile, scale: Tile, x: Tile, axis: int = 1, out: Tile | None = None) -> Tile:
+    """``scale * acc + sum(x, axis)`` as one op: the online-softmax denominator update."""
+    return _math("scaled_rowsum", (acc, scale, x), acc.shape, out, axis=axis)
+
+
 def max(x: Tile, axis: int = 1, out: Tile | None = None) -> Tile:  # noqa: A001 (Triton name)
     return _math("max", (x,), _reduced(x.shape, axis), out, axis=axis)
 

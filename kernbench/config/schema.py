@@ -174,6 +174,28 @@ class StreamWorkloadConfig(WorkloadConfig):
 
 
 @dataclass
+class GqaWorkloadConfig(WorkloadConfig):
+    """GQA fused attention (DESIGN §5): one PE per KV head, online softmax over KV tiles.
+
+    ``name`` picks the variant: ``gqa_opt2`` (2 commands per tile) or ``gqa_opt3`` (10).
+    Each PE computes ``query_heads / kv_heads`` heads x ``query_tokens`` rows against
+    ``seq_tokens`` keys and values, ``tile_tokens`` at a time; ``sub_tiles`` is how many
+    pieces PE_SCHEDULER cuts each composite into to overlap its DMA and compute.
+    """
+
+    name: str = "gqa_opt3"
+    query_heads: int = 8
+    kv_heads: int = 2
+    head_dim: int = 128
+    seq_tokens: int = 2048
+    tile_tokens: int = 128
+    # Decode: one new token per query head.
+    query_tokens: int = 1
+    dtype_bytes: int = 2
+    sub_tiles: int = 1
+
+
+@dataclass
 class SimConfig:
     """How the simulation is driven and what it records (not part of the model)."""
 

@@ -235,6 +235,64 @@ def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
         )
 
 
+def _interleave_fits_channel(cfg: KernBenchConfig) -> None:
+    """The 1:1 interleave (and LA segments) need whole granules in every channel."""
+    mm = cfg.topology.cube.memory_map
+    if mm.hbm_channel_bytes % mm.interleave_bytes:
+        raise ConfigError(
+            "topology.cube.memory_map.hbm_channel_bytes",
+            f"{mm.hbm_channel_bytes} is not a multiple of interleave_bytes ="
+            f" {mm.interleave_bytes} (each channel must hold whole interleave granules)",
+        )
+
+
+# GQA attention shape keys (DESIGN §5); skipped for workloads without them.
+GQA_AT_LEAST_ONE: tuple[str, ...] = (
+    "workload.query_heads",
+    "workload.kv_heads",
+    "workload.head_dim",
+    "workload.seq_tokens",
+    "workload.tile_tokens",
+    "workload.query_tokens",
+    "workload.dtype_bytes",
+    "workload.sub_tiles",
+)
+
+
+def _gqa_at_least_one(cfg: KernBenchConfig) -> None:
+    for key, value in _present(cfg, GQA_AT_LEAST_ONE):
+        if value < 1:
+            raise ConfigError(key, f"{value} is not >= 1")
+
+
+def _gqa_shape(cfg: KernBenchConfig) -> None:
+    """GQA: whole KV tiles, whole query groups, one PE per KV head (DESIGN §5)."""
+    w = cfg.workload
+    if get_key(cfg, "workload.kv_heads") is ABSENT:
+        return
+    if w.seq_tokens % w.tile_tokens:
+        raise ConfigError(
+            "workload.seq_tokens",
+            f"{w.seq_tokens} is not divisible by workload.tile_tokens = {w.tile_tokens}",
+        )
+    if w.query_heads % w.kv_heads:
+        raise ConfigError(
+            "workload.query_heads",
+            f"{w.query_heads} is not divisible by workload.kv_heads = {w.kv_heads}",
+        )
+    topo = cfg.topology
+    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    if w.kv_heads > total:
+        raise ConfigError(
+            "workload.kv_heads",
+            f"{w.kv_heads} exceeds the topology's {total} PEs (one per KV head)",
+        )
+    if w.sub_tiles > w.tile_tokens:
+        raise ConfigError(
+            "workload.sub_tiles", f"{w.sub_tiles} exceeds workload.tile_tokens = {w.tile_tokens}"
+        )
+
+
 RULES: tuple[Rule, ...] = (
     _no_unknown_keys,
     _suffix_rules,
@@ -244,6 +302,9 @@ RULES: tuple[Rule, ...] = (
     _pa_field_limits,
     _channels_per_pe,
     _pe_hbm_fits_pa,
+    _interleave_fits_channel,
     _active_pes,
     _bytes_per_pe_fits,
+    _gqa_at_least_one,
+    _gqa_shape,
 )

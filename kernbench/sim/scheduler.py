@@ -4,7 +4,9 @@ A command pushed by PE_CPU becomes a :class:`Job` holding one queue slot until e
 stage of it has finished (``scheduler_queue_depth`` = commands in flight); a full
 queue makes the CPU wait. Dependences between commands are tracked per local tile:
 read-after-write, write-after-write, write-after-read, and one DMA at a time per
-tile (a DMA descriptor owns its tile until it completes). A ``CompositeCmd`` is
+tile (a DMA descriptor owns its tile until it completes). Tile hazards gate the
+stages that touch tiles; a composite's DMA reads of device memory fill its own staging
+buffers, touch no tile, and so prefetch as soon as it is queued. A ``CompositeCmd`` is
 expanded into per-tile DMA reads, its ops in order and DMA writes, software-
 pipelined over ``composite_buffers`` staging buffers so DMA overlaps compute.
 Stages the scheduler generates pay no dispatch cost (ADR-0064 D5).
@@ -88,7 +90,7 @@ class PeScheduler:
         job.stages_left = len(stages)
         blockers = self._hazards(cmd, job)
         for st in stages:
-            if st.deps_left == 0:
+            if _gated(cmd, st):
                 for b in blockers:
                     st.deps_left += 1
                     b.waiters.append(st)
@@ -207,6 +209,15 @@ class PeScheduler:
         return Stage(
             self.engines["dma"], job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
         )
+
+
+def _gated(cmd: PeCommand, stage: Stage) -> bool:
+    """Whether tile hazards gate ``stage``. A composite's DMA reads fill its own staging
+    buffers from memory and touch no tile, so they prefetch as soon as the command is
+    queued; every stage that touches a tile waits. Other commands are one stage."""
+    if isinstance(cmd, CompositeCmd):
+        return stage.direction != READ
+    return stage.deps_left == 0
 
 
 def _chunk(nbytes: int, tiles: int, t: int) -> int:

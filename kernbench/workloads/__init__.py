@@ -6,10 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.sim.system import System
-from kernbench.workloads import stream
+from kernbench.workloads import gqa, stream
 
 Workload = Callable[[System, Any], dict[str, Any]]
 
 WORKLOADS: dict[str, Workload] = {
     "stream": stream.run,
+    "gqa_opt2": gqa.run,
+    "gqa_opt3": gqa.run,
 }
