@@ -15,7 +15,14 @@ from kernbench import simulate
 from kernbench.app import error_message, run_job
 from kernbench.config import flatten, validate
 from kernbench.errors import AllocationError
-from kernbench.results import config_hash, git_commit, make_row, rows_to_table, write_rows
+from kernbench.results import (
+    config_columns,
+    config_hash,
+    git_commit,
+    make_row,
+    rows_to_table,
+    write_rows,
+)
 
 STREAM_METRICS = [
     "sim_time_ns",
@@ -81,8 +88,10 @@ def test_ok_row_columns_and_identity(compose_cfg, monkeypatch, tmp_path, capsys)
     assert run_job(cfg, tmp_path) == "ok"
     table = pq.read_table(tmp_path / "result.parquet")
     [row] = table.to_pylist()
-    flat = flatten(validate(OmegaConf.to_object(cfg)))
-    tail = ["config_hash", "kernbench_version", "git_commit", "status", "error"]
+    flat = config_columns(flatten(validate(OmegaConf.to_object(cfg))))
+    assert not [k for k in flat if k.startswith("paths.")]
+    tail = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit"]
+    tail += ["status", "error"]
     assert table.column_names == [*flat, *tail, "sim_time_ns", "bytes_moved", "wall_s"]
     assert {k: row[k] for k in flat} == flat
     assert row["config_hash"] == config_hash(flat)

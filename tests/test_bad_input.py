@@ -80,7 +80,7 @@ VALIDATION_CASES = [
         "not a key of MemoryMapConfig",
     ),
     (["+workload.bogus=1"], "workload.bogus", "not a key of StreamWorkloadConfig"),
-    (["+extra=1"], "extra", "not a key of KernBenchConfig"),
+    (["+extra=1"], "extra", "not a key of AppConfig"),
 ]
 
 

@@ -7,6 +7,7 @@ import importlib
 import itertools
 
 import pytest
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from kernbench.config import flatten, validate
@@ -18,12 +19,12 @@ from kernbench.config.schema import (
     TopologyConfig,
     WorkloadConfig,
 )
-from kernbench.config.store import conf_dir
+from kernbench.config.store import conf_dir, experiment_files, package_of
 
 # The function `validate` shadows its module's name in the package namespace.
 validate_mod = importlib.import_module("kernbench.config.validate")
 
-GROUPS = ("topology", "address", "channel_mapping", "pe_cost_model", "workload")
+GROUPS = ("topology", "address", "channel_mapping", "pe_cost_model", "workload", "paths")
 
 
 def options(group: str) -> list[str]:
@@ -196,3 +197,64 @@ def test_flatten_of_dictconfig_matches_flatten_of_object(compose_cfg):
 def test_flatten_keeps_none_and_drops_defaults():
     flat = flatten({"defaults": ["x"], "a": {"b": None, "c": [1, 2]}, "d": "e"})
     assert flat == {"a.b": None, "a.c": "[1, 2]", "d": "e"}
+
+
+# --- study presets (experiments/) -----------------------------------------------------
+
+EXPERIMENTS = [p.stem for p in experiment_files()]
+
+
+def test_the_design_presets_exist_and_are_global():
+    assert EXPERIMENTS == ["bw_equivalence", "dispatch_ratio"]
+    for path in experiment_files():
+        assert path.read_text().startswith("# @package _global_\n")
+        assert package_of(path) == "_global_"
+
+
+def test_paths_are_one_place_for_output_locations(compose_cfg):
+    cfg = compose_cfg()
+    assert cfg.paths.root == "outputs"
+    assert cfg.paths.sweep_dir.startswith("outputs/multirun/")
+
+
+def sweep_params(compose_cfg, experiment: str) -> dict[str, list[str]]:
+    """The preset's grid: swept key -> its values, as Hydra's basic sweeper reads them."""
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        cfg = compose(
+            config_name="config",
+            overrides=[f"+experiment={experiment}"],
+            return_hydra_config=True,
+        )
+    return {k: str(v).split(",") for k, v in cfg.hydra.sweeper.params.items()}
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_preset_value_composes_and_validates(compose_cfg, experiment):
+    """Each value of each swept key, on top of the preset, gives a valid config."""
+    params = sweep_params(compose_cfg, experiment)
+    for key, values in params.items():
+        for value in values:
+            cfg = compose_cfg(f"+experiment={experiment}", f"{key}={value}")
+            checked = validate(OmegaConf.to_object(cfg))
+            assert checked.paths.sweep_name == experiment, (key, value)
+
+
+def test_bw_equivalence_grid_is_design_section_5(compose_cfg):
+    params = sweep_params(compose_cfg, "bw_equivalence")
+    assert params["channel_mapping"] == ["n_to_one", "one_to_one"]
+    assert params["topology.cube.memory_map.hbm_pseudo_channels"] == ["32", "64"]
+    assert params["topology.pes_per_cube"] == ["4", "8"]
+    assert params["workload.active_pes"] == ["1", "all"]
+    sizes = [int(v) for v in params["workload.access_bytes"]]
+    assert 4352 in sizes and 65536 in sizes  # 17 granules (parts) and a multiple of N*g
+    assert len(params["workload.align_offset_bytes"]) >= 2
+    cfg = compose_cfg("+experiment=bw_equivalence")
+    assert cfg.topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles == 0
+
+
+def test_dispatch_ratio_grid_is_design_section_5(compose_cfg):
+    params = sweep_params(compose_cfg, "dispatch_ratio")
+    model = "topology.pe.attrs.pe_cost_model."
+    assert params[model + "fixed_per_cmd_cycles"] == ["0", "8", "16", "32", "64"]
+    assert params[model + "byte_cycles_recip"] == ["0", "0.125", "0.25", "0.5", "1.0"]
+    assert params["workload"] == ["gqa_opt2", "gqa_opt3"]

@@ -9,36 +9,104 @@ error that names the key. It must not hold values: those live in the YAML files.
 To add a workload ``foo``: write ``FooWorkloadConfig`` in ``schema.py``, add
 ``"base_foo": FooWorkloadConfig`` to :data:`WORKLOAD_SCHEMAS`, and write
 ``conf/workload/foo.yaml`` starting with ``defaults: [base_foo, _self_]``.
+
+Study presets live in the top-level ``experiments/`` folder (DESIGN §1) but Hydra
+finds a group by its folder name, and the group is ``experiment``; so each preset
+file is stored in the ConfigStore as ``experiment/<file stem>`` in the package its
+``# @package`` header names (the ConfigStore is on Hydra's search path as
+``structured://``). A user's own presets can still come from a search path folder
+holding ``experiment/<name>.yaml`` (``hydra.searchpath=[file:///my/dir]``).
+
+Where ``conf/`` and ``experiments/`` are: beside the package in a source checkout
+(editable install), inside it (``kernbench/conf``, ``kernbench/experiments``) in a
+regular install, where pyproject.toml's package-dir mapping puts them.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, OmegaConf
 
-from kernbench.config.schema import KernBenchConfig, StreamWorkloadConfig
+from kernbench.config.schema import GqaWorkloadConfig, KernBenchConfig, StreamWorkloadConfig
 
 ROOT_SCHEMA = "kernbench_schema"
+EXPERIMENT_GROUP = "experiment"
+
+_PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the kernbench package
+_HEADER = re.compile(r"^#\s*@package\s+(\S+)")
 
 # Schema node name (as written in a workload YAML's defaults list) -> dataclass.
 WORKLOAD_SCHEMAS: dict[str, type] = {
     "base_stream": StreamWorkloadConfig,
+    "base_gqa": GqaWorkloadConfig,
 }
 
 
+@dataclass
+class PathsConfig:
+    """Where runs and sweeps write (``conf/paths/``); ``hydra.run.dir`` and
+    ``hydra.sweep.dir`` interpolate these. Relative paths are relative to the directory
+    ``kernbench`` was started in. Locations, not model inputs: they are not result
+    columns.
+    """
+
+    root: str = MISSING
+    run_dir: str = MISSING
+    sweep_name: str = MISSING
+    sweep_dir: str = MISSING
+
+
+@dataclass
+class AppConfig(KernBenchConfig):
+    """The root node the app composes: the simulator's config plus output locations."""
+
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+
 def register_configs() -> None:
-    """Store every schema node. Idempotent: storing a name again replaces it."""
+    """Store every schema node and every study preset. Idempotent: storing a name
+    again replaces it."""
     cs = ConfigStore.instance()
-    cs.store(name=ROOT_SCHEMA, node=KernBenchConfig)
+    cs.store(name=ROOT_SCHEMA, node=AppConfig)
     for name, schema in WORKLOAD_SCHEMAS.items():
         cs.store(group="workload", name=name, node=schema)
+    for path in experiment_files():
+        node = OmegaConf.load(path)
+        cs.store(group=EXPERIMENT_GROUP, name=path.stem, node=node, package=package_of(path))
+
+
+def experiment_files() -> list[Path]:
+    """The study presets (``experiments/*.yaml``), sorted by name."""
+    return sorted(experiments_dir().glob("*.yaml"))
+
+
+def package_of(path: Path) -> str | None:
+    """The package a config file's ``# @package`` header names (Hydra's own rule:
+    only comment lines before the first other line count), or None."""
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        match = _HEADER.match(line)
+        if match:
+            return match.group(1)
+    return None
 
 
 def conf_dir() -> Path:
-    """The absolute path of the ``conf/`` directory Hydra composes from.
+    """The absolute path of the ``conf/`` directory Hydra composes from."""
+    return _data_dir("conf")
 
-    Works for a source checkout (editable install), where ``conf/`` sits beside the
-    ``kernbench`` package. Installing without the source tree is not handled yet.
-    """
-    return Path(__file__).resolve().parents[2] / "conf"
+
+def experiments_dir() -> Path:
+    """The absolute path of the ``experiments/`` directory holding the study presets."""
+    return _data_dir("experiments")
+
+
+def _data_dir(name: str) -> Path:
+    """``kernbench/<name>`` in a regular install, else ``<checkout>/<name>``."""
+    inside = _PACKAGE_ROOT / name
+    return inside if inside.is_dir() else _PACKAGE_ROOT.parent / name

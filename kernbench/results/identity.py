@@ -59,9 +59,20 @@ def _git(*args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def identity(flat_config: Mapping[str, Any]) -> dict[str, Any]:
-    """The identity columns, in table order."""
+def identity(
+    flat_config: Mapping[str, Any],
+    *,
+    sweep_id: str | None = None,
+    job_num: int | None = None,
+) -> dict[str, Any]:
+    """The identity columns, in table order.
+
+    ``sweep_id`` names the sweep a row came from (its directory) and ``job_num`` its
+    point in it; both are null for a single run.
+    """
     return {
+        "sweep_id": sweep_id,
+        "job_num": job_num,
         "config_hash": config_hash(flat_config),
         "kernbench_version": kernbench.__version__,
         "git_commit": git_commit(),

@@ -27,6 +27,8 @@ STATUS_ERROR = "error"
 
 # Columns whose type does not depend on the values (they may be null in every row).
 FIXED_TYPES: dict[str, pa.DataType] = {
+    "sweep_id": pa.string(),
+    "job_num": pa.int64(),
     "config_hash": pa.string(),
     "kernbench_version": pa.string(),
     "git_commit": pa.string(),
@@ -36,6 +38,16 @@ FIXED_TYPES: dict[str, pa.DataType] = {
 }
 
 
+# Config subtrees that say where outputs go, not what was simulated (conf/paths/).
+LOCATION_PREFIXES: tuple[str, ...] = ("paths.",)
+
+
+def config_columns(flat_config: Mapping[str, Any]) -> dict[str, Any]:
+    """The flattened config without its output locations: those are not model inputs,
+    and a run directory's timestamp would make identical runs' rows differ."""
+    return {k: v for k, v in flat_config.items() if not k.startswith(LOCATION_PREFIXES)}
+
+
 def make_row(
     flat_config: Mapping[str, Any],
     *,
@@ -43,12 +55,15 @@ def make_row(
     error: str | None = None,
     metrics: Mapping[str, Any] | None = None,
     wall_s: float | None = None,
+    sweep_id: str | None = None,
+    job_num: int | None = None,
 ) -> dict[str, Any]:
-    """One result row with its columns in table order."""
+    """One result row with its columns in table order (``sweep_id`` and ``job_num``
+    only inside a sweep)."""
     if status not in (STATUS_OK, STATUS_ERROR):
         raise ValueError(f"status must be {STATUS_OK!r} or {STATUS_ERROR!r}, got {status!r}")
     row: dict[str, Any] = dict(flat_config)
-    row.update(identity(flat_config))
+    row.update(identity(flat_config, sweep_id=sweep_id, job_num=job_num))
     row.update(status=status, error=error)
     row.update(metrics or {})
     row["wall_s"] = wall_s

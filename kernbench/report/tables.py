@@ -1,0 +1,108 @@
+"""Study tables: the rows of a sweep, paired up the way each study compares them.
+
+A study table has one row per *configuration* (every swept config value except the
+one the study compares across) and the compared metric side by side with its ratio.
+Which columns are configuration is read off the data: the config columns (dotted
+keys) whose value varies among the ok rows, so a sweep with an extra axis keeps it as
+an extra index column instead of averaging it away. Only ``status == "ok"`` rows
+enter a table; error rows are counted by :func:`status_counts`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from kernbench.results import STATUS_OK
+from kernbench.sweep import MERGED_FILE
+
+MAPPING = "topology.cube.memory_map.hbm_mapping_mode"
+CHANNELS_PER_PE = "topology.cube.memory_map.hbm_channels_per_pe"
+GRANULE = "topology.cube.memory_map.interleave_bytes"
+ACCESS = "workload.access_bytes"
+ALIGN = "workload.align_offset_bytes"
+FIXED = "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles"
+RECIP = "topology.pe.attrs.pe_cost_model.byte_cycles_recip"
+WORKLOAD = "workload.name"
+OPT2, OPT3 = "gqa_opt2", "gqa_opt3"
+GQA_METRICS = (
+    "commands_per_tile",
+    "logical_bytes_per_tile",
+    "dispatch_cycles_per_tile",
+    "kernel_latency_ns",
+)
+
+
+def load_results(where: str | Path) -> pd.DataFrame:
+    """The merged table of a sweep directory, or of a Parquet file given directly."""
+    path = Path(where)
+    if path.is_dir():
+        path = path / MERGED_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"no {MERGED_FILE} at {path} (is it a sweep directory?)")
+    return pd.read_parquet(path)
+
+
+def status_counts(df: pd.DataFrame) -> dict[str, int]:
+    """Rows per status, e.g. ``{"ok": 95, "error": 1}``."""
+    return {str(k): int(v) for k, v in df["status"].value_counts().items()}
+
+
+def varying_config(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
+    """Config columns (dotted keys) that take more than one value, in table order."""
+    keys = [c for c in df.columns if "." in c and c not in exclude]
+    return [c for c in keys if df[c].nunique(dropna=False) > 1]
+
+
+def bw_equivalence_table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """n:1 and 1:1 effective bandwidth per configuration, their ratio, and whether the
+    configuration is *aligned* (access size and offset multiples of N·g).
+
+    None when the table does not hold stream rows under both mappings.
+    """
+    if WORKLOAD not in df or MAPPING not in df:
+        return None
+    ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")]
+    if ok.empty or set(ok[MAPPING]) != {"n_to_one", "one_to_one"}:
+        return None
+    keys = varying_config(ok, exclude=(MAPPING,))
+    wide = ok.pivot_table(index=keys, columns=MAPPING, values="effective_bw_gbs")
+    wide = wide.dropna().reset_index()  # a configuration with one mapping failed
+    extra = ok.drop_duplicates(keys)[[*keys, CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN]]
+    extra = extra.loc[:, ~extra.columns.duplicated()]
+    table = wide.merge(extra, on=keys, how="left")
+    stripe = table[CHANNELS_PER_PE] * table[GRANULE]
+    table["aligned"] = (table[ACCESS] % stripe == 0) & (table[ALIGN] % stripe == 0)
+    table = table.rename(columns={"n_to_one": "bw_n_to_one_gbs", "one_to_one": "bw_one_to_one_gbs"})
+    table["ratio_1to1_n1"] = table["bw_one_to_one_gbs"] / table["bw_n_to_one_gbs"]
+    cols = [*keys, "aligned", "bw_n_to_one_gbs", "bw_one_to_one_gbs", "ratio_1to1_n1"]
+    return table[cols]
+
+
+def dispatch_ratio_table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """Per (FIXED, R): each GQA variant's per-tile figures and opt3/opt2 dispatch.
+
+    None when the table does not hold ok rows of both variants.
+    """
+    if WORKLOAD not in df:
+        return None
+    ok = df[(df["status"] == STATUS_OK) & df[WORKLOAD].isin([OPT2, OPT3])]
+    if ok.empty or set(ok[WORKLOAD]) != {OPT2, OPT3}:
+        return None
+    keys = varying_config(ok, exclude=(WORKLOAD,)) or [FIXED, RECIP]
+    metrics = [m for m in GQA_METRICS if m in ok.columns]
+    wide = ok.pivot_table(index=keys, columns=WORKLOAD, values=metrics).dropna()
+    wide.columns = [f"{metric}_{variant.removeprefix('gqa_')}" for metric, variant in wide.columns]
+    table = wide.reset_index()
+    d2, d3 = table["dispatch_cycles_per_tile_opt2"], table["dispatch_cycles_per_tile_opt3"]
+    table["dispatch_ratio_opt3_opt2"] = (d3 / d2).where(d2 > 0)
+    return table
+
+
+def short_names(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with each dotted column named by its last part, for printing."""
+    names = {c: c.rsplit(".", 1)[-1] for c in table.columns}
+    if len(set(names.values())) < len(names):  # two keys end alike: keep them dotted
+        return table
+    return table.rename(columns=names)

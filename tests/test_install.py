@@ -1,0 +1,83 @@
+"""A regular (non-editable) install works from any directory.
+
+Builds a wheel from a copy of the source, installs it into a fresh virtualenv (no pip
+inside; the dependencies are borrowed from the running environment through a ``.pth``
+file, so nothing is downloaded but the build backend), and runs ``kernbench`` from an
+unrelated directory: the presets resolve from the installed package and the outputs
+land under ``./outputs`` of that directory. About 10 s, so it runs in the default suite.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from setuptools import find_packages
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "README.md", "kernbench", "conf", "experiments")
+
+
+def _run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDRA_FULL_ERROR")}
+    proc = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def test_pyproject_lists_every_package():
+    """The explicit package list (needed for the conf/experiments mapping) misses none."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = find_packages(str(ROOT), include=["kernbench", "kernbench.*"])
+    assert sorted(set(found) - set(config["packages"])) == []
+    assert config["package-dir"] == {
+        "kernbench.conf": "conf",
+        "kernbench.experiments": "experiments",
+    }
+
+
+@pytest.mark.slow
+def test_wheel_install_runs_presets_from_anywhere(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(ROOT / name, src / name)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    _run([*pip, "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src], tmp_path)
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path)
+    python = venv / "bin" / "python"
+    site = _run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path
+    )
+    Path(site.stdout.strip(), "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _run([*pip, "--python", python, "install", "-q", "--no-deps", "--no-index", wheel], tmp_path)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    where = _run([python, "-c", "import kernbench; print(kernbench.__file__)"], elsewhere)
+    assert where.stdout.startswith(str(venv))  # the installed copy, not this checkout
+
+    kernbench = venv / "bin" / "kernbench"
+    job = _run([kernbench, "--cfg", "job", "+experiment=bw_equivalence"], elsewhere)
+    assert "sweep_name: bw_equivalence" in job.stdout
+    assert "bytes_per_pe: 1048576" in job.stdout
+
+    _run([kernbench, "topology=small", "workload.bytes_per_pe=4096"], elsewhere)
+    [result] = (elsewhere / "outputs").rglob("result.parquet")
+    [row] = pq.read_table(result).to_pylist()
+    assert (row["status"], row["git_commit"]) == ("ok", None)
