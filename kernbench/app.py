@@ -75,7 +75,7 @@ def run_job(cfg: DictConfig, out_dir: Path, job: JobId | None = None) -> str:
         print(f"kernbench: error: {message}", file=sys.stderr)
         return STATUS_ERROR
     wall_s = time.perf_counter() - start
-    path = _write(out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s)
+    path = _write(out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings)
     print(result.summary())
     print(f"result: {path}")
     return STATUS_OK
@@ -102,6 +102,7 @@ def _write(
     error: str | None,
     metrics: dict[str, Any] | None,
     wall_s: float,
+    timings: dict[str, float] | None = None,
 ) -> Path:
     row = make_row(
         config_columns(flatten(cfg)),
@@ -109,6 +110,7 @@ def _write(
         error=error,
         metrics=metrics,
         wall_s=wall_s,
+        timings=timings,
         sweep_id=job.sweep_id,
         job_num=job.job_num,
     )

@@ -7,6 +7,7 @@ workload and returns its metrics (DESIGN §8 names) and, if asked, the op log.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,12 @@ from kernbench.workloads import WORKLOADS
 
 @dataclass
 class RunResult:
-    """What one run produced. Every value in ``metrics`` is deterministic."""
+    """What one run produced. Every value in ``metrics`` is deterministic; wall-clock
+    measurements (never deterministic) live apart in ``timings``."""
 
     metrics: dict[str, Any]
     oplog: list[OpLogEntry] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
         """A short human summary, one metric per line."""
@@ -53,10 +56,13 @@ def run(cfg: KernBenchConfig, trace_path: Path | None = None) -> RunResult:
         trace = TraceWriter(trace_path, cfg.address.model.value)
     ok = False
     try:
+        start = time.perf_counter()
         system = System(cfg, trace=trace)
         metrics = workload(system, cfg.workload)
+        sim_wall_s = time.perf_counter() - start
         ok = True
     finally:
         if trace is not None:
             trace.close(keep=ok)
-    return RunResult(metrics, system.oplog.entries if system.oplog is not None else [])
+    oplog = system.oplog.entries if system.oplog is not None else []
+    return RunResult(metrics, oplog, {"sim_wall_s": sim_wall_s})

@@ -3,8 +3,9 @@
 DESIGN §6: a job's rows land in ``result.parquet`` in its output directory; a reader
 never sees half a file, because the table is written to a temporary file in the same
 directory and renamed over the target. Column order is fixed here, in one place:
-flattened config, identity, ``status``, ``error``, metrics, then ``wall_s`` (the only
-nondeterministic column). :func:`rows_to_table` is the single place that decides
+flattened config, identity, ``status``, ``error``, metrics, then the wall-clock timings
+(``sim_wall_s``, the simulation alone, and ``wall_s``, the whole job: the only
+nondeterministic columns). :func:`rows_to_table` is the single place that decides
 column types, so merging rows from many jobs (a sweep) is ``rows_to_table(all_rows)``.
 """
 
@@ -34,6 +35,7 @@ FIXED_TYPES: dict[str, pa.DataType] = {
     "git_commit": pa.string(),
     "status": pa.string(),
     "error": pa.string(),
+    "sim_wall_s": pa.float64(),
     "wall_s": pa.float64(),
 }
 
@@ -55,6 +57,7 @@ def make_row(
     error: str | None = None,
     metrics: Mapping[str, Any] | None = None,
     wall_s: float | None = None,
+    timings: Mapping[str, float] | None = None,
     sweep_id: str | None = None,
     job_num: int | None = None,
 ) -> dict[str, Any]:
@@ -66,6 +69,7 @@ def make_row(
     row.update(identity(flat_config, sweep_id=sweep_id, job_num=job_num))
     row.update(status=status, error=error)
     row.update(metrics or {})
+    row.update(timings or {})
     row["wall_s"] = wall_s
     return row
 
