@@ -31,14 +31,15 @@ class Tile:
     id: int
     shape: tuple[int, ...]
     dtype_bytes: int = 2
+    # Derived once (every tl.load/store reads it): not compared, not an argument.
+    nbytes: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nbytes", self.elements * self.dtype_bytes)
 
     @property
     def elements(self) -> int:
         return math.prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.elements * self.dtype_bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,7 +205,7 @@ EXPERIMENTS = [p.stem for p in experiment_files()]
 
 
 def test_the_design_presets_exist_and_are_global():
-    assert EXPERIMENTS == ["bw_equivalence", "dispatch_ratio"]
+    assert EXPERIMENTS == ["bw_equivalence", "dispatch_ratio", "sim_speed"]
     for path in experiment_files():
         assert path.read_text().startswith("# @package _global_\n")
         assert package_of(path) == "_global_"

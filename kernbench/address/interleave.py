@@ -21,12 +21,20 @@ def split(offset: int, nbytes: int, granule: int, n_channels: int) -> list[tuple
     """Per-channel pieces ``(channel, channel_offset, nbytes)`` of ``[offset, offset+nbytes)``.
 
     Pieces are in channel order, carry exactly the accessed bytes and never overlap.
+    Each end is ``channel_offset`` in closed form, the divisions done once for all
+    channels: in the end's stripe, channels before ``k`` hold a whole granule below
+    it, channel ``k`` holds ``m`` bytes, later channels none.
     """
-    end = offset + nbytes
+    stripe = granule * n_channels
+    q_lo, r_lo = divmod(offset, stripe)
+    q_hi, r_hi = divmod(offset + nbytes, stripe)
+    k_lo, m_lo = divmod(r_lo, granule)
+    k_hi, m_hi = divmod(r_hi, granule)
+    base_lo, base_hi = q_lo * granule, q_hi * granule
     pieces = []
     for ch in range(n_channels):
-        lo = channel_offset(offset, ch, granule, n_channels)
-        hi = channel_offset(end, ch, granule, n_channels)
+        lo = base_lo + (granule if ch < k_lo else m_lo if ch == k_lo else 0)
+        hi = base_hi + (granule if ch < k_hi else m_hi if ch == k_hi else 0)
         if hi > lo:
             pieces.append((ch, lo, hi - lo))
     return pieces

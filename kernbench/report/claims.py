@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from kernbench.report.tables import FIXED, RECIP
+from kernbench.report.tables import FIXED, LINEAR_FROM, MAPPING, RECIP
 
 # Study 1: aligned accesses see equal bandwidth under both mappings, within this.
 BW_EQUAL_TOL = 0.01
@@ -25,6 +25,10 @@ ADR_BYTES_TOL = 0.10  # "≈ 232 / ≈ 380 B": within 10%
 # per-command cost opt2 gains nothing real: opt3/opt2 stays within 10% of 1 or below.
 NO_WIN_TOL = 0.10
 DEFAULT_FIXED, DEFAULT_RECIP = 32.0, 0.25
+# Simulator speed (issue 7): accesses/s over SimPy's bare timeout rate, per mapping
+# (1:1 does N sub-requests of work per access), and how flat the cost per access is.
+SPEED_TARGETS = {"n_to_one": 0.5, "one_to_one": 0.25}
+LINEAR_TOL = 0.20
 
 
 @dataclass(frozen=True)
@@ -119,3 +123,34 @@ def _per_tile_claim(table: pd.DataFrame, variant: str) -> Claim:
         f"ours: {', '.join(f'{c:g}' for c in commands)} commands, "
         + ", ".join(f"{b:g} B ({d:+.1%})" for b, d in zip(nbytes, diff, strict=True)),
     )
+
+
+def check_sim_speed(table: pd.DataFrame) -> list[Claim]:
+    """The speed targets per mapping and linear cost, from 10^4 accesses up."""
+    big = table[table["sim_accesses"] >= LINEAR_FROM]
+    claims = []
+    for mapping, target in SPEED_TARGETS.items():
+        rows = big[big[MAPPING] == mapping] if MAPPING in big else big.iloc[:0]
+        ratio = rows["speed_ratio"]
+        claims.append(
+            Claim(
+                f"{mapping}: accesses/s >= {target:g} x SimPy's bare timeout rate "
+                f"(issue 7), from {LINEAR_FROM:,} accesses",
+                bool((ratio >= target).all()) if len(ratio) else None,
+                f"ratio {ratio.min():.3f} ... {ratio.max():.3f} over {len(ratio)} points"
+                if len(ratio)
+                else "no such point (channel mapping not swept)",
+            )
+        )
+    dev = (big["cost_vs_1e4"] - 1).abs()
+    keys = [c for c in big.columns if "." in c]
+    grown = len(big) > (big.groupby(keys).ngroups if keys else 1)  # some config has 2+ points
+    claims.append(
+        Claim(
+            f"wall time is linear in work: cost per access within +-{LINEAR_TOL:.0%} of "
+            f"each configuration's first point from {LINEAR_FROM:,} accesses",
+            bool((dev <= LINEAR_TOL).all()) if grown else None,
+            f"largest deviation {dev.max():.1%} over {len(dev)} points",
+        )
+    )
+    return claims

@@ -2,7 +2,8 @@
 
 Reads ``results.parquet`` of a sweep directory (by default the newest one under
 ``./outputs``), finds which studies it holds (bandwidth equivalence: stream rows under
-both channel mappings; dispatch ratio: gqa_opt2 and gqa_opt3 rows), and for each prints
+both channel mappings; dispatch ratio: gqa_opt2 and gqa_opt3 rows; simulator speed:
+rows with ``sim.measure_speed`` timings), and for each prints
 its table and claim verdicts and writes its PNG plots beside the table. The printed
 text is also saved as ``report.txt`` there. Exit status: 0 when the report was made
 (a claim that does not hold is a finding, not a failure; ``--strict`` makes it one),
@@ -70,6 +71,8 @@ def report(df: pd.DataFrame, out_dir: Path) -> tuple[str, list[bool | None]]:
          plots.plot_bw_equivalence),
         ("dispatch ratio", tables.dispatch_ratio_table, claims.check_dispatch_ratio,
          plots.plot_dispatch_ratio),
+        ("simulator speed", tables.sim_speed_table, claims.check_sim_speed,
+         plots.plot_sim_speed),
     )  # fmt: skip
     for title, build, check, plot in studies:
         table = build(df)

@@ -114,3 +114,20 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_sim_speed(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """``sim_speed.png``: wall time against accesses (log-log) and the speed ratio,
+    one line per configuration."""
+    keys = _config_keys(table)
+    fig, (wall, ratio) = plt.subplots(1, 2, figsize=(11, 4))
+    for label, group in table.groupby(keys, sort=True) if keys else [("", table)]:
+        name = _label(pd.Series(np.atleast_1d(label), index=keys), keys)
+        wall.loglog(group["sim_accesses"], group["sim_wall_s"], marker="o", label=name)
+        ratio.semilogx(group["sim_accesses"], group["speed_ratio"], marker="o", label=name)
+    wall.set(xlabel="DMA accesses simulated", ylabel="simulation wall time (s)")
+    ratio.set(xlabel="DMA accesses simulated", ylabel="accesses/s / bare SimPy events/s")
+    wall.set_title("Wall time against work")
+    ratio.set_title("Speed against SimPy's bare timeout rate")
+    ratio.legend(fontsize=6)
+    return [_save(fig, out_dir / "sim_speed.png")]

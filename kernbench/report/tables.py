@@ -25,7 +25,10 @@ ALIGN = "workload.align_offset_bytes"
 FIXED = "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles"
 RECIP = "topology.pe.attrs.pe_cost_model.byte_cycles_recip"
 WORKLOAD = "workload.name"
+WORK = "workload.bytes_per_pe"
 OPT2, OPT3 = "gqa_opt2", "gqa_opt3"
+# Cost per access is compared from this much work up (smaller runs pay set-up).
+LINEAR_FROM = 10_000
 GQA_METRICS = (
     "commands_per_tile",
     "logical_bytes_per_tile",
@@ -61,7 +64,7 @@ def bw_equivalence_table(df: pd.DataFrame) -> pd.DataFrame | None:
 
     None when the table does not hold stream rows under both mappings.
     """
-    if WORKLOAD not in df or MAPPING not in df:
+    if WORKLOAD not in df or MAPPING not in df or _speed_sweep(df):
         return None
     ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")]
     if ok.empty or set(ok[MAPPING]) != {"n_to_one", "one_to_one"}:
@@ -97,6 +100,36 @@ def dispatch_ratio_table(df: pd.DataFrame) -> pd.DataFrame | None:
     table = wide.reset_index()
     d2, d3 = table["dispatch_cycles_per_tile_opt2"], table["dispatch_cycles_per_tile_opt3"]
     table["dispatch_ratio_opt3_opt2"] = (d3 / d2).where(d2 > 0)
+    return table
+
+
+def _speed_sweep(df: pd.DataFrame) -> bool:
+    """Whether the rows measure the simulator (``sim_speed``), not the model."""
+    return "speed_ratio" in df and bool(df["speed_ratio"].notna().any())
+
+
+def sim_speed_table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """Per configuration and amount of work: accesses, wall time, cost per access,
+    accesses per second against SimPy's bare rate, and the cost per access relative
+    to the same configuration at its smallest point of at least 10^4 accesses.
+
+    None when the table holds no speed measurements (``sim.measure_speed``).
+    """
+    if not _speed_sweep(df):
+        return None
+    ok = df[(df["status"] == STATUS_OK) & df["speed_ratio"].notna()]
+    if ok.empty:
+        return None
+    keys = varying_config(ok, exclude=(WORK,))
+    table = ok[[*keys, "sim_accesses", "sim_wall_s", "accesses_per_s"]].copy()
+    table["us_per_access"] = table["sim_wall_s"] / table["sim_accesses"] * 1e6
+    table["bare_simpy_events_per_s"] = ok["bare_simpy_events_per_s"]
+    table["speed_ratio"] = ok["speed_ratio"]
+    table = table.sort_values([*keys, "sim_accesses"]).reset_index(drop=True)
+    big = table[table["sim_accesses"] >= LINEAR_FROM]
+    first = big.groupby(keys)["us_per_access"].first() if keys else big["us_per_access"][:1]
+    ref = table[keys].merge(first.reset_index(), how="left")["us_per_access"] if keys else first
+    table["cost_vs_1e4"] = table["us_per_access"] / ref.to_numpy()
     return table
 
 

@@ -1,7 +1,7 @@
 """The two ways kernel code is driven (DESIGN §3.5, ADR-0064 review item 4).
 
-- **replay**: run the kernel once up front, recording its commands, then feed the
-  list to PE_CPU. Fast, the default.
+- **replay**: run the kernel ahead of the simulation, recording its commands a batch
+  at a time, and feed them to PE_CPU. Fast, the default.
 - **greenlet**: run the kernel inside a greenlet that switches to the simulator at
   every ``tl`` op, so kernel code executes interleaved with simulated time.
 Kernel code cannot observe simulated values, so both produce the same commands,
@@ -10,7 +10,6 @@ and PE_CPU charges them identically.
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +23,16 @@ Kernel = Callable[..., None]
 
 
 class ReplaySource:
+    """Trace the kernel ahead of the simulation, ``batch`` commands at a time.
+
+    The kernel runs in a greenlet that hands back a full batch; the first batch is
+    traced at once, so a short kernel is traced whole before it runs (and raises any
+    error there). A long one never sits in memory whole: 10^6 commands cost one
+    batch of them at a time.
+    """
+
+    batch = 4096
+
     def __init__(
         self,
         kernel: Kernel,
@@ -31,18 +40,44 @@ class ReplaySource:
         program_id: tuple[int, ...],
         num_programs: tuple[int, ...],
     ) -> None:
-        cmds: list[PeCommand] = []
-
         def trace() -> None:
-            tl.bind(tl.KernelContext(program_id, num_programs, cmds.append))
+            tl.bind(tl.KernelContext(program_id, num_programs, self._emit))
             kernel(*args)
 
-        contextvars.copy_context().run(trace)
-        self.commands = cmds
-        self._it: Iterator[PeCommand] = iter(cmds)
+        self._glet = greenlet(trace)
+        self._caller = greenlet.getcurrent()
+        self._buf: list[PeCommand] = []
+        self._it: Iterator[PeCommand] = iter(())
+        self._refill()
+
+    @property
+    def commands(self) -> list[PeCommand]:
+        """Every command not replayed yet (traces the rest of the kernel now; the
+        source still replays them all). For inspection and progress counts."""
+        rest = list(self._it)
+        while not self._glet.dead:
+            self._refill()
+            rest += self._buf
+        self._it = iter(rest)
+        return rest
+
+    def _emit(self, cmd: PeCommand) -> None:
+        self._buf.append(cmd)
+        if len(self._buf) >= self.batch:
+            self._caller.switch()
+
+    def _refill(self) -> None:
+        self._buf = []
+        self._caller = greenlet.getcurrent()
+        self._glet.switch()  # runs the kernel until a batch is full or it returns
+        self._it = iter(self._buf)
 
     def next(self) -> PeCommand | None:
-        return next(self._it, None)
+        cmd = next(self._it, None)
+        if cmd is None and not self._glet.dead:
+            self._refill()
+            cmd = next(self._it, None)
+        return cmd
 
 
 class GreenletSource:

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-import simpy
-
 from kernbench.sim.engines import Engine, Stage
+from kernbench.sim.events import SimEnv
 from kernbench.sim.fabric import Fabric
 from kernbench.topology.names import PeId
-from kernbench.topology.routes import Router
+from kernbench.topology.routes import Route, Router
 
 PhysicalRequest = tuple[str, int, int, int]  # (router node, pa, nbytes, channel id or -1)
 
@@ -37,7 +36,7 @@ class DmaEngine(Engine):
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: SimEnv,
         pe: PeId,
         slots: int,
         on_done: Callable[[Stage], None],
@@ -53,15 +52,19 @@ class DmaEngine(Engine):
         self.fabric = fabric
         self.trace = trace
         self.bytes_moved = 0
+        self._routes: dict[str, Route] = {}  # router node -> route from this DMA
+        self._resolve = frontend.resolve
 
     def start(self, stage: Stage) -> float:
-        now = self.env.now
-        requests, delay = self.frontend.resolve(self.pe, stage.addr, stage.nbytes)
-        issue = now + delay
+        requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
+        issue = self.clock + delay
         end = issue
-        to_memory, reserve = self.router.to_memory, self.fabric.reserve
+        routes, reserve = self._routes, self.fabric.reserve
         for req in requests:
-            begin, done = reserve(to_memory(self.name, req[0]), req[2], issue)
+            route = routes.get(req[0])
+            if route is None:
+                route = routes[req[0]] = self.router.to_memory(self.name, req[0])
+            begin, done = reserve(route, req[2], issue)
             if done > end:
                 end = done
             if self.trace is not None:

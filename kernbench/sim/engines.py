@@ -2,9 +2,13 @@
 
 An engine issues the stage at the head of its FIFO once every stage it depends on
 has finished and it has a free slot (one for GEMM and MATH; ``dma_max_outstanding``
-for DMA). Issuing computes the stage's end time arithmetically and schedules one
-SimPy timeout for it; nothing else in the PE pipeline costs a SimPy event.
+for DMA). Issuing computes the stage's end time arithmetically and pushes one SimPy
+event for it; nothing else in the PE pipeline costs a SimPy event.
 Engine time never includes dispatch cost (ADR-0064 D5).
+
+``pump(now)`` takes the time explicitly: PE_CPU may submit a command at a dispatch
+time that is still ahead of ``env.now`` when nothing can happen in between
+(:mod:`kernbench.sim.events`), and the stage then issues at that time.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import simpy
+from kernbench.sim.events import Fired, SimEnv
 
 if TYPE_CHECKING:
     from kernbench.sim.scheduler import Job
@@ -64,7 +68,7 @@ class Engine:
     """An in-order engine with ``slots`` stages in flight; tracks its busy time."""
 
     def __init__(
-        self, env: simpy.Environment, name: str, slots: int, on_done: Callable[[Stage], None]
+        self, env: SimEnv, name: str, slots: int, on_done: Callable[[Stage], None]
     ) -> None:
         self.env = env
         self.name = name
@@ -75,31 +79,44 @@ class Engine:
         self.busy_ns = 0.0
         self._busy_since = 0.0
         self.stages_done = 0
+        self.clock = 0.0  # the time the stage being started issues at (set by pump)
+        self._owner: Any = None
+        self._callbacks: tuple[Callable[[Any], None], ...] = (self._finish,)
+
+    def bind(self, owner: Any, after: Callable[[Any], None]) -> None:
+        """Every stage end also calls ``after`` (last) and is marked as ``owner``'s."""
+        self._owner = owner
+        self._callbacks = (self._finish, after)
 
     def enqueue(self, stage: Stage) -> None:
         self.fifo.append(stage)
 
-    def pump(self) -> None:
-        """Issue head stages while they are ready and a slot is free."""
+    def pump(self, now: float) -> None:
+        """Issue head stages at ``now`` while they are ready and a slot is free."""
         fifo = self.fifo
         while fifo and self.in_flight < self.slots and fifo[0].deps_left == 0:
             stage = fifo.popleft()
             if self.in_flight == 0:
-                self._busy_since = self.env.now
+                self._busy_since = now
             self.in_flight += 1
+            self.clock = now
             end = self.start(stage)
-            ev = self.env.timeout(end - self.env.now, stage)
-            ev.callbacks.append(self._finish)
+            # now + (end - now), as a SimPy timeout of that delay would land.
+            at = now + (end - now)
+            self.env.push(Fired(self.env, stage, self._callbacks, self._owner), at)
 
     def start(self, stage: Stage) -> float:
-        """Begin ``stage`` now; return its end time. Compute engines just add the duration."""
-        return self.env.now + stage.duration_ns
+        """Begin ``stage`` at ``self.clock``; return its end time. Compute engines just
+        add the duration."""
+        return self.clock + stage.duration_ns
 
     def _finish(self, ev: Any) -> None:
-        stage: Stage = ev.value
+        stage: Stage = ev._value
         self.in_flight -= 1
         self.stages_done += 1
+        now = self.env.now
         if self.in_flight == 0:
-            self.busy_ns += self.env.now - self._busy_since
+            self.busy_ns += now - self._busy_since
         self.on_done(stage)
-        self.pump()
+        if self.fifo:
+            self.pump(now)

@@ -28,17 +28,18 @@ class Fabric:
 
     def reserve(self, route: Route, nbytes: int, now: float) -> tuple[float, float]:
         """Book ``nbytes`` on every link of ``route``; return (start, completion) in ns."""
-        free_at, bw = self.free_at, self.bw
+        free_at, bw, links = self.free_at, self.bw, route.link_ids
         start = now
-        for i in route.link_ids:
+        for i in links:
             if free_at[i] > start:
                 start = free_at[i]
-        for i in route.link_ids:
+        carried, busy = self.bytes_carried, self.busy_ns
+        for i in links:
             hold = nbytes / bw[i]
             free_at[i] = start + hold
-            self.bytes_carried[i] += nbytes
-            self.busy_ns[i] += hold
-            if self.reservations is not None:
-                self.reservations.append((i, start, start + hold, nbytes))
+            carried[i] += nbytes
+            busy[i] += hold
+        if self.reservations is not None:
+            self.reservations.extend((i, start, start + nbytes / bw[i], nbytes) for i in links)
         done = start + route.latency_ns + nbytes / route.min_bw_gbs + self.access_latency_ns
         return start, done

@@ -30,14 +30,12 @@ class DispatchRecorder:
         self.logical_bytes: list[int] = []
         self.cycles: list[float] = []
 
-    def dispatch_cycles(self, cmd: PeCommand) -> float:
-        cycles = self.inner.dispatch_cycles(cmd)
+    def price(self, cmd: PeCommand) -> tuple[float, float]:
+        """What the inner model charges; remembered (PE_CPU prices each command once)."""
+        cycles, ns = self.inner.price(cmd)
         self.logical_bytes.append(cmd.logical_bytes)
         self.cycles.append(cycles)
-        return cycles
-
-    def dispatch_ns(self, cmd: PeCommand) -> float:
-        return self.inner.dispatch_ns(cmd)
+        return cycles, ns
 
     @property
     def commands(self) -> int:

@@ -44,6 +44,17 @@ class Job:
         self.retired = False
 
 
+class TileUse:
+    """Who touched one local tile last: its writer, its readers since, its DMA."""
+
+    __slots__ = ("writer", "readers", "dma")
+
+    def __init__(self) -> None:
+        self.writer: Job | None = None
+        self.readers: list[Job] = []
+        self.dma: Job | None = None
+
+
 class PeScheduler:
     """Turns commands into engine stages and retires them in any order."""
 
@@ -69,9 +80,7 @@ class PeScheduler:
         self.in_flight = 0
         self.jobs_submitted = 0
         self.on_slot_free: Callable[[], None] | None = None
-        self._last_writer: dict[int, Job] = {}
-        self._readers: dict[int, list[Job]] = {}
-        self._last_dma: dict[int, Job] = {}
+        self._tiles: dict[int, TileUse] = {}
 
     @property
     def full(self) -> bool:
@@ -81,32 +90,56 @@ class PeScheduler:
     def idle(self) -> bool:
         return self.in_flight == 0
 
-    def submit(self, cmd: PeCommand) -> Job:
-        """Accept a command now (the caller checked ``full``) and start what is ready."""
+    def submit(self, cmd: PeCommand, now: float | None = None) -> Job:
+        """Accept a command at ``now`` (default: the current time; the caller checked
+        ``full``) and start what is ready."""
+        if now is None:
+            now = self.now()
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
-        stages = self._expand(cmd, job)
+        if type(cmd) is CompositeCmd:
+            self._submit_composite(cmd, job, now)
+            return job
+        stage = self._stage(cmd, job)
+        job.stages_left = 1
+        for b in self._hazards(cmd, job):  # hazards gate a primitive command's stage
+            stage.deps_left += 1
+            b.waiters.append(stage)
+        if self.oplog is not None:
+            self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
+        # Only the engine that got the stage can have something new to issue: every
+        # other head waits for a dependence or a slot, and is pumped when released.
+        engine = stage.engine
+        engine.enqueue(stage)
+        engine.pump(now)
+        return job
+
+    def _submit_composite(self, cmd: CompositeCmd, job: Job, now: float) -> None:
+        stages = self._expand_composite(cmd, job)
         job.stages_left = len(stages)
         blockers = self._hazards(cmd, job)
         for st in stages:
-            if _gated(cmd, st):
+            # A composite's memory reads fill its own staging buffers and touch no
+            # tile: they prefetch at once. Every stage that touches a tile waits.
+            if st.direction != READ:
                 for b in blockers:
                     st.deps_left += 1
                     b.waiters.append(st)
             st.engine.enqueue(st)
         if self.oplog is not None:
-            self.oplog.add(self.now(), self.pe_index, "submit", job.id, type(cmd).__name__)
+            self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
         for eng in self.engines.values():
-            eng.pump()
-        return job
+            eng.pump(now)
 
     def stage_done(self, stage: Stage) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
-        for dep in stage.dependents:
-            dep.deps_left -= 1
-            if dep.deps_left == 0:
-                dep.engine.pump()
+        if stage.dependents:
+            now = self.now()
+            for dep in stage.dependents:
+                dep.deps_left -= 1
+                if dep.deps_left == 0:
+                    dep.engine.pump(now)
         job = stage.job
         job.stages_left -= 1
         if job.stages_left == 0:
@@ -117,54 +150,83 @@ class PeScheduler:
         self.in_flight -= 1
         if self.oplog is not None:
             self.oplog.add(self.now(), self.pe_index, "retire", job.id, type(job.cmd).__name__)
-        for st in job.waiters:
-            st.deps_left -= 1
-            if st.deps_left == 0:
-                st.engine.pump()
-        job.waiters = []
+        if job.waiters:
+            now = self.now()
+            for st in job.waiters:
+                st.deps_left -= 1
+                if st.deps_left == 0:
+                    st.engine.pump(now)
+            job.waiters = []
         wake, self.on_slot_free = self.on_slot_free, None
         if wake is not None:
             wake()
 
     # -- dependences -------------------------------------------------------------
     def _hazards(self, cmd: PeCommand, job: Job) -> list[Job]:
-        reads, writes, dma = _tile_access(cmd)
-        found: dict[int, Job] = {}
-        for t in reads + writes:
-            w = self._last_writer.get(t)
-            if w is not None and not w.retired:
-                found[w.id] = w
+        """Unretired jobs ``job`` must wait for (each once); record its accesses.
+
+        RAW and WAW: the last writer of any tile it reads or writes; WAR: the readers
+        of a tile it writes; and the last DMA of a tile it moves by DMA."""
+        kind = type(cmd)
+        if kind is DmaReadCmd:
+            return self._dma_hazards(cmd.dst.id, job, writes=True)  # type: ignore[union-attr]
+        if kind is DmaWriteCmd:
+            return self._dma_hazards(cmd.src.id, job, writes=False)  # type: ignore[union-attr]
+        reads, writes = _tile_access(cmd)
+        found: list[Job] = []
+        for t in (*reads, *writes):
+            _add(found, self._use(t).writer)
         for t in writes:
-            for r in self._readers.get(t, ()):
-                if not r.retired:
-                    found[r.id] = r
-        for t in dma:
-            d = self._last_dma.get(t)
-            if d is not None and not d.retired:
-                found[d.id] = d
+            for r in self._use(t).readers:
+                _add(found, r)
         for t in reads:
-            self._readers.setdefault(t, []).append(job)
+            self._read_by(self._use(t), job)
         for t in writes:
-            self._last_writer[t] = job
-            self._readers[t] = []
-        for t in dma:
-            self._last_dma[t] = job
-        return [found[k] for k in sorted(found)]
+            use = self._use(t)
+            use.writer, use.readers = job, []
+        return found
+
+    def _dma_hazards(self, tile: int, job: Job, writes: bool) -> list[Job]:
+        """The same rules for a DMA command, which reads or writes one tile and holds
+        it as its DMA endpoint."""
+        use = self._use(tile)
+        found: list[Job] = []
+        _add(found, use.writer)
+        if writes:
+            for r in use.readers:
+                _add(found, r)
+            use.writer, use.readers = job, []
+        else:
+            self._read_by(use, job)
+        _add(found, use.dma)
+        use.dma = job
+        return found
+
+    def _use(self, tile: int) -> TileUse:
+        use = self._tiles.get(tile)
+        if use is None:
+            use = self._tiles[tile] = TileUse()
+        return use
+
+    @staticmethod
+    def _read_by(use: TileUse, job: Job) -> None:
+        # Retired readers never block again: drop them so the list stays short.
+        use.readers = [r for r in use.readers if not r.retired]
+        use.readers.append(job)
 
     # -- expansion ---------------------------------------------------------------
-    def _expand(self, cmd: PeCommand, job: Job) -> list[Stage]:
-        e = self.engines
-        if isinstance(cmd, DmaReadCmd):
-            return [Stage(e["dma"], job, direction=READ, addr=cmd.src_addr, nbytes=cmd.nbytes)]
-        if isinstance(cmd, DmaWriteCmd):
-            return [Stage(e["dma"], job, direction=WRITE, addr=cmd.dst_addr, nbytes=cmd.nbytes)]
-        if isinstance(cmd, GemmCmd):
-            return [Stage(e["gemm"], job, duration_ns=cmd.flops * self.gemm_ns_per_flop)]
-        if isinstance(cmd, MathCmd):
-            return [Stage(e["math"], job, duration_ns=cmd.elements * self.math_ns_per_elem)]
-        if isinstance(cmd, CompositeCmd):
-            return self._expand_composite(cmd, job)
-        raise TypeError(f"PE_SCHEDULER cannot run {type(cmd).__name__}")
+    def _stage(self, cmd: PeCommand, job: Job) -> Stage:
+        """The one stage of a primitive command."""
+        kind, e = type(cmd), self.engines
+        if kind is DmaReadCmd:
+            return Stage(e["dma"], job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr]
+        if kind is DmaWriteCmd:
+            return Stage(e["dma"], job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr]
+        if kind is GemmCmd:
+            return Stage(e["gemm"], job, cmd.flops * self.gemm_ns_per_flop)  # type: ignore[union-attr]
+        if kind is MathCmd:
+            return Stage(e["math"], job, cmd.elements * self.math_ns_per_elem)  # type: ignore[union-attr]
+        raise TypeError(f"PE_SCHEDULER cannot run {kind.__name__}")
 
     def _op_stage(self, op: OpSpec, job: Job, tiles: int) -> Stage:
         if op.kind == "gemm":
@@ -211,15 +273,6 @@ class PeScheduler:
         )
 
 
-def _gated(cmd: PeCommand, stage: Stage) -> bool:
-    """Whether tile hazards gate ``stage``. A composite's DMA reads fill its own staging
-    buffers from memory and touch no tile, so they prefetch as soon as the command is
-    queued; every stage that touches a tile waits. Other commands are one stage."""
-    if isinstance(cmd, CompositeCmd):
-        return stage.direction != READ
-    return stage.deps_left == 0
-
-
 def _chunk(nbytes: int, tiles: int, t: int) -> int:
     """Start offset of tile ``t``: exact integer split, so the chunks sum to nbytes."""
     return nbytes * t // tiles
@@ -237,20 +290,22 @@ def _memory_operands(cmd: CompositeCmd) -> tuple[list[MemRef], list[MemRef]]:
     return ins, outs
 
 
-def _tile_access(cmd: PeCommand) -> tuple[list[int], list[int], list[int]]:
-    """Tile ids a command reads, writes, and holds as a DMA endpoint."""
-    if isinstance(cmd, DmaReadCmd):
-        return [], [cmd.dst.id], [cmd.dst.id]
-    if isinstance(cmd, DmaWriteCmd):
-        return [cmd.src.id], [], [cmd.src.id]
+def _add(found: list[Job], job: Job | None) -> None:
+    """Add ``job`` to the blockers if it is still in flight and not there yet."""
+    if job is not None and not job.retired and job not in found:
+        found.append(job)
+
+
+def _tile_access(cmd: PeCommand) -> tuple[list[int], list[int]]:
+    """Tile ids a compute command reads and writes (DMA commands: ``_dma_hazards``)."""
     if isinstance(cmd, GemmCmd):
         reads = [cmd.a.id, cmd.b.id] + ([cmd.out.id] if cmd.accumulate else [])
-        return reads, [cmd.out.id], []
+        return reads, [cmd.out.id]
     if isinstance(cmd, MathCmd):
-        return [t.id for t in cmd.operands], [cmd.out.id], []
+        return [t.id for t in cmd.operands], [cmd.out.id]
     if isinstance(cmd, CompositeCmd):
         reads = [h.id for op in cmd.ops for h in op.operands.values() if isinstance(h, Tile)]
         writes = [op.out.id for op in cmd.ops if isinstance(op.out, Tile)]
         rw = [h.id for h in cmd.rw_handles if isinstance(h, Tile)]
-        return reads + rw, writes + rw, []
-    return [], [], []
+        return reads + rw, writes + rw
+    return [], []

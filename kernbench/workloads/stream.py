@@ -30,17 +30,27 @@ def stream_kernel(
     src_base = src.shard_ptr(pid) + align_offset
     dst_base = dst.shard_ptr(pid) + align_offset if dst is not None else 0
     bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(outstanding)]
-    for i, offset in enumerate(range(0, total_bytes, access_bytes)):
-        nbytes = min(access_bytes, total_bytes - offset)
+    reads, copies = op is not StreamOp.write, op is StreamOp.copy
+    shape = (access_bytes,)
+    full, tail = divmod(total_bytes, access_bytes)
+    for i in range(full):  # the hot loop of every stream run: kept minimal
+        offset = i * access_bytes
         buf = bufs[i % outstanding]
-        if nbytes != access_bytes:
-            buf = tl.zeros((nbytes,), dtype_bytes=1)
-        if op is StreamOp.write:
+        if reads:
+            tl.load(src_base + offset, shape, 1, buf)
+            if copies:
+                tl.store(dst_base + offset, buf)
+        else:
             tl.store(src_base + offset, buf)
-            continue
-        tl.load(src_base + offset, (nbytes,), dtype_bytes=1, out=buf)
-        if op is StreamOp.copy:
-            tl.store(dst_base + offset, buf)
+    if tail:
+        offset = full * access_bytes
+        buf = tl.zeros((tail,), dtype_bytes=1)
+        if reads:
+            tl.load(src_base + offset, (tail,), 1, buf)
+            if copies:
+                tl.store(dst_base + offset, buf)
+        else:
+            tl.store(src_base + offset, buf)
 
 
 def active_pe_count(w: StreamWorkloadConfig, total: int) -> int:

@@ -1,0 +1,182 @@
+"""Simulator speed without timing anything: exactness of the fast paths, the event
+count they buy, lazy replay, the ``sim_speed`` preset and its report.
+
+Wall-clock figures are measured by ``tests/test_bench_sim_speed.py`` (a benchmark,
+not part of the default run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from kernbench import simulate, tl
+from kernbench.config.schema import ExecPath
+from kernbench.config.store import experiments_dir
+from kernbench.report import claims, tables
+from kernbench.runtime import DPPolicy
+from kernbench.runtime.exec_paths import ReplaySource
+from tests.support import make_cfg, make_system
+from tests.test_sweep import merged, run_sweep
+
+KIB4 = 4096
+SPEED_COLUMNS = ("sim_accesses", "accesses_per_s", "bare_simpy_events_per_s", "speed_ratio")
+
+
+def remote_reads(src, lead_cycles, count):
+    """Program p spends ``lead_cycles[p]`` cycles, then reads ``count[p]`` 4 KiB blocks
+    of PE 2's memory."""
+    pid = tl.program_id(0)
+    if lead_cycles[pid]:
+        tl.cycles(lead_cycles[pid])
+    for i in range(count[pid]):
+        tl.load(src.shard_ptr(2) + i * KIB4, (KIB4,), dtype_bytes=1)
+
+
+def run_remote_reads(lead_cycles, count):
+    system, ctx = make_system(make_cfg(zero_cost=False))
+    src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    return ctx.launch(remote_reads, system.graph.pes[:2], src, lead_cycles, count)
+
+
+def test_shared_link_is_booked_in_simulated_time_order():
+    """PE0 and PE1 read PE2's memory through the shared NOC -> pe2.agg_router -> HBM
+    links, paying 39 ns of dispatch per load. A remote 4 KiB read holds pe.dma -> NOC
+    32 ns (128 GB/s) and each shared link 16 ns (256 GB/s), and completes
+    5 + 3 + 4 + 32 + 40 = 84 ns after it starts.
+
+    PE0 runs ahead of PE1 without paying SimPy events; if it booked its later loads
+    before PE1's earlier one, PE1 would queue behind them."""
+    # A tie at 39 ns: PE0's dispatch was scheduled first, so it goes first (done 123);
+    # PE1 waits for the shared links until 55.
+    assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}) == {0: 123, 1: 139}
+    # PE0 issues at 39, 78, 117; PE1 spends 50 cycles, then issues at 89. In time
+    # order: PE0@39 done 123; PE0@78 done 162, shared links busy until 94; PE1@89
+    # starts at 94, done 178, links busy until 110; PE0@117 done 201.
+    # (Booking PE0@117 first would have pushed PE1 to 133 + 84 = 217.)
+    assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}) == {0: 201, 1: 178}
+
+
+def test_a_stream_costs_one_simpy_event_per_access():
+    """The CPU pays dispatch without SimPy events while it keeps ahead; each access
+    costs its completion, and the launch a couple of events more."""
+    cfg = make_cfg(zero_cost=False, access_bytes=KIB4, bytes_per_pe=KIB4 * 500, active_pes=1)
+    system, ctx = make_system(cfg)
+    src = ctx.deploy(KIB4 * 500, DPPolicy("column_wise", 1))
+    steps = 0
+    step = system.env.step
+
+    def counting_step() -> None:
+        nonlocal steps
+        steps += 1
+        step()
+
+    system.env.step = counting_step  # type: ignore[method-assign]
+
+    def kernel(ptr: int) -> None:
+        for i in range(500):
+            tl.load(ptr + i * KIB4, (KIB4,), dtype_bytes=1)
+
+    ctx.launch(kernel, [system.graph.pes[0]], src.shard_ptr(0))
+    assert system.pes[0].dma.stages_done == 500
+    assert 500 <= steps <= 503
+
+
+def test_replay_traces_in_batches_and_matches_greenlet(monkeypatch):
+    """A kernel of many batches replays the same commands, times and op log as the
+    greenlet path, holding one batch at a time."""
+    monkeypatch.setattr(ReplaySource, "batch", 7)
+    cfg = make_cfg(zero_cost=False, access_bytes=8192, bytes_per_pe=64 * 8192, op="copy")
+    cfg.sim = dataclasses.replace(cfg.sim, oplog=True, exec_path=ExecPath.replay)
+    replay = simulate.run(cfg)
+    cfg.sim = dataclasses.replace(cfg.sim, exec_path=ExecPath.greenlet)
+    green = simulate.run(cfg)
+    assert replay.oplog == green.oplog and replay.metrics == green.metrics
+    src = ReplaySource(lambda: [tl.cycles(i) for i in range(20)], (), (0,), (1,))
+    assert len(src._buf) == 7  # the first batch only
+    assert [c.cycles for c in src.commands] == list(range(20))
+
+
+def test_measure_speed_adds_timings_and_leaves_metrics_alone():
+    cfg = make_cfg(zero_cost=False, access_bytes=2048, bytes_per_pe=2048 * 100, active_pes=1)
+    plain = simulate.run(cfg)
+    cfg.sim = dataclasses.replace(cfg.sim, measure_speed=True)
+    measured = simulate.run(cfg)
+    assert measured.metrics == plain.metrics
+    assert set(plain.timings) == {"sim_wall_s"}
+    t = measured.timings
+    assert t["sim_accesses"] == 100 == measured.metrics["accesses"]
+    assert t["bare_simpy_events_per_s"] > 0 and t["accesses_per_s"] > 0
+    assert t["speed_ratio"] == t["accesses_per_s"] / t["bare_simpy_events_per_s"]
+
+
+def test_sim_speed_preset_composes(compose_cfg):
+    cfg = compose_cfg("+experiment=sim_speed")
+    assert cfg.sim.measure_speed is True and cfg.cache is False
+    assert (cfg.workload.access_bytes, cfg.workload.active_pes) == (2048, 1)
+    preset = OmegaConf.load(experiments_dir() / "sim_speed.yaml")
+    assert preset.hydra.launcher.n_jobs == 1
+    params = preset.hydra.sweeper.params
+    work = [int(b) // 2048 for b in str(params["workload.bytes_per_pe"]).split(",")]
+    assert work == [10**3, 10**4, 10**5, 10**6]
+    assert set(params.address.split(",")) >= {"pa", "la"}
+    assert params.channel_mapping == "n_to_one,one_to_one"
+
+
+def test_sim_speed_sweep_writes_the_speed_columns(tmp_path):
+    """A small slice of the preset, end to end: the columns appear, the report finds
+    the study and not a bandwidth one."""
+    proc, sweep = run_sweep(
+        tmp_path, "+experiment=sim_speed", "workload.bytes_per_pe=20480,40960", "address=pa"
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = merged(sweep)
+    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}
+    for r in rows:
+        assert all(r[c] > 0 for c in SPEED_COLUMNS)
+        assert r["sim_accesses"] == r["accesses"] == r["workload.bytes_per_pe"] // 2048
+    df = pd.DataFrame(rows)
+    assert tables.bw_equivalence_table(df) is None
+    table = tables.sim_speed_table(df)
+    assert table is not None and len(table) == 4
+
+
+def speed_rows(costs_us: dict[tuple[str, int], float]) -> pd.DataFrame:
+    """Result rows of a speed sweep: (mapping, accesses) -> cost per access in us."""
+    rows = []
+    for (mapping, n), us in costs_us.items():
+        wall = n * us * 1e-6
+        rows.append(
+            {
+                "status": "ok",
+                tables.MAPPING: mapping,
+                tables.WORK: n * 2048,
+                "sim_accesses": float(n),
+                "sim_wall_s": wall,
+                "accesses_per_s": n / wall,
+                "bare_simpy_events_per_s": 1e6,
+                "speed_ratio": n / wall / 1e6,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_sim_speed_report_checks_ratio_and_linearity():
+    df = speed_rows(
+        {
+            ("n_to_one", 1000): 4.0,  # below 10^4: set-up cost, not judged
+            ("n_to_one", 10**4): 1.9,
+            ("n_to_one", 10**5): 1.8,
+            ("one_to_one", 10**4): 5.0,
+            ("one_to_one", 10**5): 6.5,  # 30% dearer per access
+        }
+    )
+    table = tables.sim_speed_table(df)
+    assert list(table["cost_vs_1e4"].round(3)) == [pytest.approx(4 / 1.9, 1e-3), 1, 0.947, 1, 1.3]
+    ratio_n1, ratio_11, linear = claims.check_sim_speed(table)
+    assert ratio_n1.holds is True  # 1 / 1.9 us = 0.53 and 0.56 of 10^6 events/s
+    assert ratio_11.holds is False  # 0.2 and 0.15 < 0.25
+    assert linear.holds is False and "30.0%" in linear.detail
