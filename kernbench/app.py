@@ -13,6 +13,11 @@ single run exits 1; inside a multirun the job returns its status instead, so one
 point does not stop the sweep, and when the sweep ends (its rows merged into
 ``results.parquet`` by :class:`kernbench.sweep.callbacks.MergeResults`) the command
 exits 1 if any point failed.
+
+A point whose config (and code) was simulated before is served from the point cache
+(:mod:`kernbench.sweep.cache`, in ``paths.cache_dir``; ``cache=false`` turns it off): its
+row is the stored metrics with ``cached = True``. A single run on a terminal shows a
+progress bar (:class:`kernbench.sweep.progress.RunBar`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from kernbench.results import (
     write_rows,
 )
 from kernbench.sweep import callbacks
+from kernbench.sweep.cache import PointCache, point_key
+from kernbench.sweep.progress import RunBar
 
 register_configs()
 
@@ -55,18 +62,33 @@ class JobId:
     job_num: int | None = None
 
 
-def run_job(cfg: DictConfig, out_dir: Path, job: JobId | None = None) -> str:
+def run_job(
+    cfg: DictConfig,
+    out_dir: Path,
+    job: JobId | None = None,
+    cache: PointCache | None = None,
+    bar: RunBar | None = None,
+) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
 
-    Kept free of Hydra state so tests can call it on a config from ``compose``.
+    With a ``cache``, a point found there is not simulated (unless it asks for more than
+    its metrics: :func:`must_simulate`), and a point simulated ok is stored.
+    ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
+    config from ``compose``; the cache is explicit so they never share one by accident.
     """
     job = job or JobId()
     start = time.perf_counter()
     typed: Any = cfg
+    key = None
     try:
-        typed = OmegaConf.to_object(cfg)
-        typed = validate(typed)
-        result = simulate.run(typed, *([out_dir / "trace.parquet"] if typed.sim.trace else []))
+        typed = validate(OmegaConf.to_object(cfg))
+        if cache is not None and not must_simulate(typed):
+            key = point_key(config_columns(flatten(typed)))
+            hit = cache.load(key)
+            if hit is not None:
+                return _served(out_dir, job, typed, hit, time.perf_counter() - start)
+        trace = [out_dir / "trace.parquet"] if typed.sim.trace else []
+        result = simulate.run(typed, *trace, **({"observer": bar} if bar else {}))
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
         _write(out_dir, job, typed, STATUS_ERROR, message, None, time.perf_counter() - start)
@@ -74,10 +96,27 @@ def run_job(cfg: DictConfig, out_dir: Path, job: JobId | None = None) -> str:
             traceback.print_exc()
         print(f"kernbench: error: {message}", file=sys.stderr)
         return STATUS_ERROR
+    if cache is not None and key is not None:
+        cache.store(key, result.metrics)
     wall_s = time.perf_counter() - start
     path = _write(out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings)
     print(result.summary())
     print(f"result: {path}")
+    return STATUS_OK
+
+
+def must_simulate(cfg: Any) -> bool:
+    """A point whose output is more than its metrics row is never served from the
+    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed)."""
+    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False))
+
+
+def _served(out_dir: Path, job: JobId, cfg: Any, metrics: dict[str, Any], wall_s: float) -> str:
+    """Write the row of a point found in the cache: no simulation, so no sim_wall_s."""
+    timings = {"sim_wall_s": None}
+    path = _write(out_dir, job, cfg, STATUS_OK, None, metrics, wall_s, timings, cached=True)
+    print(simulate.RunResult(metrics).summary())
+    print(f"result: {path} (from the point cache)")
     return STATUS_OK
 
 
@@ -102,7 +141,8 @@ def _write(
     error: str | None,
     metrics: dict[str, Any] | None,
     wall_s: float,
-    timings: dict[str, float] | None = None,
+    timings: dict[str, float | None] | None = None,
+    cached: bool = False,
 ) -> Path:
     row = make_row(
         config_columns(flatten(cfg)),
@@ -113,6 +153,7 @@ def _write(
         timings=timings,
         sweep_id=job.sweep_id,
         job_num=job.job_num,
+        cached=cached,
     )
     return write_rows([row], out_dir / RESULT_FILE)
 
@@ -123,10 +164,23 @@ def _hydra_task(cfg: DictConfig) -> str:
     job = JobId()
     if hydra_cfg.mode == RunMode.MULTIRUN:
         job = JobId(sweep_id=str(hydra_cfg.sweep.dir), job_num=int(hydra_cfg.job.num))
-    status = run_job(cfg, Path(hydra_cfg.runtime.output_dir), job)
+    cache = point_cache(cfg, Path(hydra_cfg.runtime.cwd))
+    out_dir = Path(hydra_cfg.runtime.output_dir)
+    # A sweep reports per point (SweepProgress); a bar is for one run on a terminal.
+    with RunBar(enabled=None if hydra_cfg.mode == RunMode.RUN else False) as bar:
+        status = run_job(cfg, out_dir, job, cache, bar)
     if status != STATUS_OK and hydra_cfg.mode == RunMode.RUN:
         raise SystemExit(1)
     return status
+
+
+def point_cache(cfg: DictConfig, launch_dir: Path) -> PointCache | None:
+    """The point cache ``cfg`` asks for, or None with ``cache=false``. A relative
+    ``paths.cache_dir`` is taken from the directory ``kernbench`` was started in, which
+    Hydra records for every job, wherever a launcher runs it."""
+    if not cfg.get("cache", True):
+        return None
+    return PointCache(launch_dir / str(cfg.paths.cache_dir))
 
 
 def main() -> None:

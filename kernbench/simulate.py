@@ -17,7 +17,8 @@ from kernbench.config.validate import validate
 from kernbench.errors import ConfigError
 from kernbench.results.trace import TraceWriter
 from kernbench.sim.oplog import OpLogEntry
-from kernbench.sim.system import System
+from kernbench.sim.speed import bare_timeout_rate, speed_timings
+from kernbench.sim.system import RunObserver, System
 from kernbench.workloads import WORKLOADS
 
 
@@ -40,11 +41,16 @@ def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
-def run(cfg: KernBenchConfig, trace_path: Path | None = None) -> RunResult:
+def run(
+    cfg: KernBenchConfig, trace_path: Path | None = None, observer: RunObserver | None = None
+) -> RunResult:
     """Simulate one configuration. Raises a KernBenchError subclass on bad input.
 
     With ``sim.trace`` on and a ``trace_path``, every physical request is also written
     to that Parquet file (:mod:`kernbench.results.trace`); it appears only on success.
+    ``observer`` watches the kernel launches (a progress bar); it changes no result.
+    With ``sim.measure_speed`` the timings also hold the run's speed against SimPy's
+    bare event rate, measured just before (:mod:`kernbench.sim.speed`).
     """
     cfg = validate(cfg)
     workload = WORKLOADS.get(cfg.workload.name)
@@ -55,9 +61,11 @@ def run(cfg: KernBenchConfig, trace_path: Path | None = None) -> RunResult:
     if cfg.sim.trace and trace_path is not None:
         trace = TraceWriter(trace_path, cfg.address.model.value)
     ok = False
+    bare = bare_timeout_rate() if cfg.sim.measure_speed else 0.0
     try:
         start = time.perf_counter()
         system = System(cfg, trace=trace)
+        system.observer = observer
         metrics = workload(system, cfg.workload)
         sim_wall_s = time.perf_counter() - start
         ok = True
@@ -65,4 +73,8 @@ def run(cfg: KernBenchConfig, trace_path: Path | None = None) -> RunResult:
         if trace is not None:
             trace.close(keep=ok)
     oplog = system.oplog.entries if system.oplog is not None else []
-    return RunResult(metrics, oplog, {"sim_wall_s": sim_wall_s})
+    timings = {"sim_wall_s": sim_wall_s}
+    if cfg.sim.measure_speed:
+        accesses = sum(pe.dma.stages_done for pe in system.pes)
+        timings |= speed_timings(accesses, sim_wall_s, bare)
+    return RunResult(metrics, oplog, timings)

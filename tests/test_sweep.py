@@ -11,6 +11,7 @@ drain = bytes / bandwidth of the links it uses (n:1: one 8 x 32 = 256 GB/s link;
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,7 @@ def test_small_sweep_merges_every_point(tmp_path):
         "workload.bytes_per_pe=${workload.access_bytes}",  # one access per PE
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"sweep: 4 points, 4 ok, 0 error -> {sweep / MERGED_FILE}" in proc.stdout
+    assert f"sweep: 4 points, 4 ok, 0 error, 0 cached -> {sweep / MERGED_FILE}" in proc.stdout
     rows = merged(sweep)
     assert len(rows) == 4
     assert [r["job_num"] for r in rows] == [0, 1, 2, 3]
@@ -71,7 +72,11 @@ def test_small_sweep_merges_every_point(tmp_path):
     assert not [c for c in config if c.startswith("paths.")]  # locations are not results
     assert columns[len(config) : len(config) + 7] == [*IDENTITY, "status", "error"]
     assert [m for m in STREAM_METRICS if m not in columns] == []
-    assert columns[-1] == "wall_s"
+    assert columns[-3:] == ["cached", "sim_wall_s", "wall_s"]
+    assert {r["cached"] for r in rows} == {False}
+    # Each worker logged its point with the count done and the total (SweepProgress).
+    done = sorted(int(m) for m in re.findall(r"point (\d+)/4 done \(job \d\)", proc.stdout))
+    assert done == [1, 2, 3, 4]
 
     point = {
         (r["topology.cube.memory_map.hbm_mapping_mode"], r["workload.access_bytes"]): r

@@ -202,6 +202,9 @@ class SimConfig:
     exec_path: ExecPath = ExecPath.replay
     oplog: bool = False
     trace: bool = False
+    # Measure simulator speed (wall-clock, so never a metric): SimPy's bare timeout
+    # rate just before the run, then accesses per second and their ratio (timings).
+    measure_speed: bool = False
 
 
 @dataclass

@@ -49,22 +49,26 @@ WORKLOAD_SCHEMAS: dict[str, type] = {
 @dataclass
 class PathsConfig:
     """Where runs and sweeps write (``conf/paths/``); ``hydra.run.dir`` and
-    ``hydra.sweep.dir`` interpolate these. Relative paths are relative to the directory
-    ``kernbench`` was started in. Locations, not model inputs: they are not result
-    columns.
+    ``hydra.sweep.dir`` interpolate these, and the point cache lives in ``cache_dir``.
+    Relative paths are relative to the directory ``kernbench`` was started in.
+    Locations, not model inputs: they are not result columns.
     """
 
     root: str = MISSING
     run_dir: str = MISSING
     sweep_name: str = MISSING
     sweep_dir: str = MISSING
+    cache_dir: str = MISSING
 
 
 @dataclass
 class AppConfig(KernBenchConfig):
-    """The root node the app composes: the simulator's config plus output locations."""
+    """The root node the app composes: the simulator's config, output locations, and
+    how the app runs (neither of the last two is a result column)."""
 
     paths: PathsConfig = field(default_factory=PathsConfig)
+    # Serve points already simulated from paths.cache_dir (kernbench.sweep.cache).
+    cache: bool = True
 
 
 def register_configs() -> None:

@@ -3,14 +3,17 @@
 DESIGN §6: a job's rows land in ``result.parquet`` in its output directory; a reader
 never sees half a file, because the table is written to a temporary file in the same
 directory and renamed over the target. Column order is fixed here, in one place:
-flattened config, identity, ``status``, ``error``, metrics, then the wall-clock timings
-(``sim_wall_s``, the simulation alone, and ``wall_s``, the whole job: the only
-nondeterministic columns). :func:`rows_to_table` is the single place that decides
-column types, so merging rows from many jobs (a sweep) is ``rows_to_table(all_rows)``.
+flattened config, identity, ``status``, ``error``, metrics, then how this row was
+obtained: ``cached`` (served from the point cache, :mod:`kernbench.sweep.cache`) and the
+wall-clock timings (``sim_wall_s``, the simulation alone, and ``wall_s``, the whole job).
+Those last three are the only columns that may differ between two runs of one point.
+:func:`rows_to_table` is the single place that decides column types, so merging rows
+from many jobs (a sweep) is ``rows_to_table(all_rows)``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +38,7 @@ FIXED_TYPES: dict[str, pa.DataType] = {
     "git_commit": pa.string(),
     "status": pa.string(),
     "error": pa.string(),
+    "cached": pa.bool_(),
     "sim_wall_s": pa.float64(),
     "wall_s": pa.float64(),
 }
@@ -42,12 +46,19 @@ FIXED_TYPES: dict[str, pa.DataType] = {
 
 # Config subtrees that say where outputs go, not what was simulated (conf/paths/).
 LOCATION_PREFIXES: tuple[str, ...] = ("paths.",)
+# Top-level keys that say how the app runs, not what was simulated (``cache=false``).
+RUN_OPTIONS: frozenset[str] = frozenset({"cache"})
 
 
 def config_columns(flat_config: Mapping[str, Any]) -> dict[str, Any]:
-    """The flattened config without its output locations: those are not model inputs,
-    and a run directory's timestamp would make identical runs' rows differ."""
-    return {k: v for k, v in flat_config.items() if not k.startswith(LOCATION_PREFIXES)}
+    """The flattened config without its output locations and run options: those are
+    not model inputs, and a run directory's timestamp would make identical runs' rows
+    differ (and the point cache's key is built from these columns)."""
+    return {
+        k: v
+        for k, v in flat_config.items()
+        if not k.startswith(LOCATION_PREFIXES) and k not in RUN_OPTIONS
+    }
 
 
 def make_row(
@@ -57,18 +68,20 @@ def make_row(
     error: str | None = None,
     metrics: Mapping[str, Any] | None = None,
     wall_s: float | None = None,
-    timings: Mapping[str, float] | None = None,
+    timings: Mapping[str, float | None] | None = None,
     sweep_id: str | None = None,
     job_num: int | None = None,
+    cached: bool = False,
 ) -> dict[str, Any]:
     """One result row with its columns in table order (``sweep_id`` and ``job_num``
-    only inside a sweep)."""
+    only inside a sweep; ``cached`` when the metrics came from the point cache)."""
     if status not in (STATUS_OK, STATUS_ERROR):
         raise ValueError(f"status must be {STATUS_OK!r} or {STATUS_ERROR!r}, got {status!r}")
     row: dict[str, Any] = dict(flat_config)
     row.update(identity(flat_config, sweep_id=sweep_id, job_num=job_num))
     row.update(status=status, error=error)
     row.update(metrics or {})
+    row["cached"] = cached
     row.update(timings or {})
     row["wall_s"] = wall_s
     return row
@@ -124,11 +137,22 @@ def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> Path:
     os.close(fd)
     try:
         pq.write_table(table, tmp)
+        os.chmod(tmp, default_file_mode())  # mkstemp's 0600 would hide it from the group
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+@functools.cache
+def default_file_mode() -> int:
+    """The mode ``open()`` would give a new file (0666 less the umask), so results on a
+    shared filesystem are as readable as any other file the user writes there. Read
+    once per process: the umask can only be read by setting it."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_rows(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:

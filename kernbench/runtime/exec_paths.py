@@ -49,6 +49,8 @@ class ReplaySource:
         self._buf: list[PeCommand] = []
         self._it: Iterator[PeCommand] = iter(())
         self._refill()
+        # A kernel traced whole in its first batch has a known length (progress totals).
+        self.known_total: int | None = len(self._buf) if self._glet.dead else None
 
     @property
     def commands(self) -> list[PeCommand]:
@@ -93,6 +95,7 @@ class GreenletSource:
             kernel(*args)
 
         self._glet = greenlet(body)
+        self.known_total: int | None = None  # a live kernel's length is unknown
 
     def _emit(self, cmd: PeCommand) -> None:
         self._glet.parent.switch(cmd)

@@ -7,6 +7,7 @@ kernel launches go through :class:`kernbench.runtime.RuntimeContext`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import simpy
 
@@ -20,6 +21,7 @@ from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
 from kernbench.sim.dma import DmaEngine, TraceSink
 from kernbench.sim.engines import Engine
+from kernbench.sim.events import SimEnv
 from kernbench.sim.fabric import Fabric
 from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
@@ -35,8 +37,18 @@ class PeUnit:
         topo, env = system.cfg.topology, system.env
         pc = topo.pe
         self.id = pe
-        self.engines: dict[str, Engine] = {}
-        done = self._stage_done
+        self.engines: dict[str, Engine] = {}  # filled below; the scheduler shares it
+        self.scheduler = PeScheduler(
+            pe.index,
+            self.engines,
+            pc.scheduler_queue_depth,
+            pc.composite_buffers,
+            gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
+            math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
+            oplog=system.oplog,
+            now=lambda: env.now,
+        )
+        done = self.scheduler.stage_done
         self.dma = DmaEngine(
             env,
             pe,
@@ -50,21 +62,24 @@ class PeUnit:
         self.engines["dma"] = self.dma
         self.engines["gemm"] = Engine(env, pe.node("gemm"), 1, done)
         self.engines["math"] = Engine(env, pe.node("math"), 1, done)
-        self.scheduler = PeScheduler(
-            pe.index,
-            self.engines,
-            pc.scheduler_queue_depth,
-            pc.composite_buffers,
-            gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
-            math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
-            oplog=system.oplog,
-            now=lambda: env.now,
-        )
         cost = DispatchCostModel.from_config(pc.attrs.pe_cost_model)
         self.cpu = PeCpu(env, pe.index, self.scheduler, cost, system.oplog)
+        for engine in self.engines.values():
+            engine.bind(self.cpu, self.cpu.poll)  # the CPU may run on after each stage end
 
-    def _stage_done(self, stage: object) -> None:
-        self.scheduler.stage_done(stage)  # type: ignore[arg-type]
+
+class RunObserver(Protocol):
+    """Optional watcher of :meth:`System.run_programs` (the single run's progress bar,
+    :class:`kernbench.sweep.progress.RunBar`). It only reads; with none set, the run
+    takes the plain ``env.run`` path and pays nothing."""
+
+    def launched(self, system: System, sources: list[tuple[PeId, CommandSource]]) -> None: ...
+
+    def advanced(self, system: System) -> None: ...
+
+
+# Events between two RunObserver.advanced calls.
+OBSERVE_EVERY_EVENTS = 4096
 
 
 class System:
@@ -79,7 +94,7 @@ class System:
     ) -> None:
         self.cfg = cfg
         topo, mm = cfg.topology, cfg.topology.cube.memory_map
-        self.env = simpy.Environment()
+        self.env = SimEnv()
         self.graph = build_graph(topo, with_mmu=cfg.address.model is AddressModel.va)
         self.router = Router(self.graph)
         self.fabric = Fabric(self.graph, mm.hbm_access_latency_ns, record=record_links)
@@ -98,6 +113,7 @@ class System:
         endpoint = ENDPOINTS.get(model)
         self.control = ControlPlane(self.env, self.graph, endpoint) if endpoint else None
         self.running = False
+        self.observer: RunObserver | None = None
         self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
 
     def run_until(self, event: simpy.Event) -> None:
@@ -107,9 +123,29 @@ class System:
             return
         self.running = True
         try:
-            self.env.run(until=event)
+            if self.observer is None:
+                self.env.run(until=event)
+            else:
+                self._run_observed(event, self.observer)
         finally:
             self.running = False
+
+    def _run_observed(self, event: simpy.Event, observer: RunObserver) -> None:
+        """``env.run(until=event)`` stepped by hand, telling ``observer`` every
+        :data:`OBSERVE_EVERY_EVENTS` events: it stops right after ``event`` is processed,
+        as ``env.run`` does, so simulated times are the same."""
+        step = self.env.step
+        try:
+            while event.callbacks is not None:
+                for _ in range(OBSERVE_EVERY_EVENTS):
+                    step()
+                    if event.callbacks is None:
+                        break
+                observer.advanced(self)
+        except simpy.core.EmptySchedule:
+            raise RuntimeError(
+                f'No scheduled events left but "until" event was not triggered: {event}'
+            ) from None
 
     def run_programs(self, sources: list[tuple[PeId, CommandSource]]) -> dict[int, float]:
         """Start one command stream per PE now; run until all finish; return end times."""
@@ -124,6 +160,8 @@ class System:
 
             return finish
 
+        if self.observer is not None:
+            self.observer.launched(self, sources)
         for pe, source in sources:
             self.pes[pe.index].cpu.run(source, finisher(pe))
         if sources:

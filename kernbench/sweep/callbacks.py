@@ -1,4 +1,4 @@
-"""The Hydra callback that merges a sweep's rows when the multirun ends.
+"""The Hydra callbacks of a sweep: progress as points finish, the merge at the end.
 
 ``conf/config.yaml`` lists :class:`MergeResults` under ``hydra.callbacks``. Hydra runs
 ``on_multirun_end`` in the main process after every job has returned, so the merge
@@ -6,6 +6,9 @@ reads the job directories from disk (job events run inside the launcher's worker
 whose state never reaches this process). The outcome is kept in this module for
 :func:`kernbench.app.main`, which turns a failed point into a non-zero exit status:
 Hydra's multirun itself returns normally when jobs report errors.
+
+:class:`SweepProgress` logs each finished point with the count done, the total and the
+time left; its state lives in the sweep directory (:mod:`kernbench.sweep.progress`).
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from kernbench.sweep import progress
 from kernbench.sweep.merge import MergeOutcome, merge_sweep
 
 _outcomes: list[MergeOutcome] = []
@@ -27,6 +32,21 @@ class MergeResults(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         outcome = merge_sweep(Path(str(config.hydra.sweep.dir)))
         _outcomes.append(outcome)
+
+
+class SweepProgress(Callback):
+    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left`` as each job ends."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        progress.start_sweep(sweep_dir, progress.sweep_size(config))
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        mode = config.hydra.get("mode")
+        if getattr(mode, "name", mode) != "MULTIRUN":  # a RunMode, or its name
+            return
+        num = int(config.hydra.job.num)
+        progress.log.info(progress.finish_point(Path(str(config.hydra.sweep.dir)), num))
 
 
 def pop_outcome() -> MergeOutcome | None:

@@ -36,11 +36,13 @@ _HYDRA_DIR = ".hydra"
 
 @dataclass(frozen=True)
 class MergeOutcome:
-    """What a merge wrote: where, and how many points ended ok or in error."""
+    """What a merge wrote: where, how many points ended ok or in error, and how many
+    of them were served from the point cache."""
 
     path: Path
     n_rows: int
     n_errors: int
+    n_cached: int = 0
 
     @property
     def failed(self) -> bool:
@@ -48,7 +50,8 @@ class MergeOutcome:
 
     def summary(self) -> str:
         ok = self.n_rows - self.n_errors
-        return f"sweep: {self.n_rows} points, {ok} ok, {self.n_errors} error -> {self.path}"
+        counts = f"{self.n_rows} points, {ok} ok, {self.n_errors} error, {self.n_cached} cached"
+        return f"sweep: {counts} -> {self.path}"
 
 
 def merge_sweep(sweep_dir: str | Path) -> MergeOutcome:
@@ -62,7 +65,8 @@ def merge_sweep(sweep_dir: str | Path) -> MergeOutcome:
     rows.sort(key=_order)
     path = write_table_atomic(rows_to_table(rows), sweep_dir / MERGED_FILE)
     n_errors = sum(row.get("status") == STATUS_ERROR for row in rows)
-    return MergeOutcome(path, len(rows), n_errors)
+    n_cached = sum(bool(row.get("cached")) for row in rows)
+    return MergeOutcome(path, len(rows), n_errors, n_cached)
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:

@@ -1,0 +1,148 @@
+"""The point cache: a point already simulated is served from disk, not simulated again.
+
+Rerunning an interrupted or extended sweep should only simulate what is new (issue 6).
+This module owns the on-disk entries and their key; it must not touch Hydra or the
+simulator (:func:`kernbench.app.run_job` decides when to look up and when to store).
+
+**Key.** sha256 over the canonical JSON of three things: the row's config columns (the
+resolved, validated config flattened to dotted keys, without output locations and run
+options: :func:`kernbench.results.config_columns`), the package version, and a
+fingerprint of the package's own Python sources. The fingerprint, rather than the git
+commit, is what keeps an edited checkout (uncommitted simulator changes, or changes
+without a version bump) from ever being served results of the code it replaced; it
+also works for an install that is not a git checkout.
+
+**Entry.** One JSON file per point, ``<root>/<key[:2]>/<key>.json``, holding the key, the
+deterministic metrics and a sha256 checksum of the metrics' canonical JSON. JSON keeps
+floats exactly (``repr`` round-trips) and, unlike a pickle, loading it runs no code: the
+cache may sit on a filesystem shared by a cluster. An entry is written to a temporary
+file in the same directory and renamed, so a reader sees a whole entry or none. A file
+that does not parse, names another key or fails its checksum (truncated, or damaged) is
+logged, removed and treated as a miss: it is recomputed, never returned.
+
+joblib.Memory was the first candidate; it recomputes a truncated pickle (after printing
+a traceback) but returns a damaged pickle that still loads, and keys on the function's
+code rather than the package's. Hence this small store.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import kernbench
+from kernbench.results.table import default_file_mode
+
+log = logging.getLogger(__name__)
+
+_PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
+FORMAT = 1  # bump when the entry layout changes; old entries then miss
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace: the same value always gives the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """sha256 over every ``*.py`` file of the installed kernbench package (path and
+    bytes, in sorted order). Computed once per process: about 2 ms."""
+    digest = hashlib.sha256()
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
+        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def point_key(columns: Mapping[str, Any]) -> str:
+    """The cache key of one point: its config columns, the version and the code."""
+    ident = {
+        "format": FORMAT,
+        "config": dict(columns),
+        "kernbench_version": kernbench.__version__,
+        "source": source_fingerprint(),
+    }
+    return hashlib.sha256(canonical_json(ident).encode()).hexdigest()
+
+
+def _checksum(metrics: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(dict(metrics)).encode()).hexdigest()
+
+
+class PointCache:
+    """The entries under one directory (``paths.cache_dir``, ``outputs/cache``)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        """Where the entry for ``key`` lives (two-character fan-out keeps folders small)."""
+        return self.root / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The metrics stored under ``key``, or None on a miss or a bad entry.
+
+        A bad entry (unparsable, another key, wrong checksum) is removed, so the point
+        is simulated again and stored afresh.
+        """
+        path = self.path(key)
+        try:
+            text = path.read_text()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except (OSError, UnicodeDecodeError) as exc:  # unreadable: simulate, don't fail
+            log.warning("point cache: cannot read %s (%s); recomputing", path, exc)
+            return None
+        try:
+            entry = json.loads(text)
+            metrics = entry["metrics"]
+            if entry["key"] != key or entry["checksum"] != _checksum(metrics):
+                raise ValueError("key or checksum does not match")
+        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            log.warning("point cache: discarding bad entry %s (%s); recomputing", path, exc)
+            path.unlink(missing_ok=True)
+            return None
+        return dict(metrics)
+
+    def store(self, key: str, metrics: Mapping[str, Any]) -> bool:
+        """Write ``metrics`` under ``key`` atomically; False (and nothing written) if a
+        value is not a JSON scalar, so only what reads back identical is ever stored, or
+        if the cache cannot be written (logged: a full disk must not fail the point)."""
+        if not all(_storable(v) for v in metrics.values()):
+            log.warning("point cache: metrics of %s are not plain scalars; not cached", key)
+            return False
+        entry = {"key": key, "checksum": _checksum(metrics), "metrics": dict(metrics)}
+        try:
+            _write_atomic(self.path(key), entry)
+        except OSError as exc:
+            log.warning("point cache: cannot store %s (%s)", key, exc)
+            return False
+        return True
+
+
+def _write_atomic(path: Path, entry: dict[str, Any]) -> None:
+    """Write ``entry`` as JSON beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(entry, f, separators=(",", ":"))  # metrics keep their column order
+        os.chmod(tmp, default_file_mode())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _storable(value: Any) -> bool:
+    """A scalar that JSON gives back unchanged (floats via ``repr``, NaN and infinities
+    as JSON's ``NaN``/``Infinity`` extensions)."""
+    return value is None or isinstance(value, bool | str | int | float)

@@ -1,0 +1,168 @@
+"""Progress: a bar for one long run on a terminal, a log line per finished sweep point.
+
+**One run.** :class:`RunBar` is the :class:`kernbench.sim.system.RunObserver` the app
+hands the simulator when stderr is a terminal: a tqdm bar over the commands the PE CPUs
+have dispatched, against the number the launched kernels hold (known under the replay
+path; the greenlet path shows a count). It appears only after half a second, so quick
+runs print nothing extra, and it never touches simulated state.
+
+**A sweep.** Hydra runs ``on_job_end`` inside the launcher's workers (joblib processes,
+submitit jobs, Ray tasks), which share nothing but the sweep directory. So the sweep
+keeps its progress there, in ``<sweep>/.kernbench/``: the main process writes
+``progress.json`` (start time, number of points) when the multirun starts, and each
+finished job drops a marker ``done/<job_num>``. A worker counts the markers and logs
+``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left``: time left is the elapsed time
+per finished point times the points still to go, which already reflects however many
+workers run at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+if TYPE_CHECKING:
+    from kernbench.sim.system import System
+
+log = logging.getLogger("kernbench.sweep")
+
+STATE_DIR = ".kernbench"
+_START_FILE = "progress.json"
+_DONE_DIR = "done"
+_BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+class RunBar:
+    """A tqdm bar over dispatched commands; a context manager that closes it.
+
+    ``enabled=None`` shows it only when ``file`` is a terminal; ``delay_s`` hides it
+    from runs shorter than that."""
+
+    def __init__(
+        self, file: IO[str] | None = None, enabled: bool | None = None, delay_s: float = 0.5
+    ) -> None:
+        self.file = file or sys.stderr
+        self.enabled = _is_terminal(self.file) if enabled is None else enabled
+        self.delay_s = delay_s
+        self.bar: tqdm | None = None
+        self.total: int | None = 0
+
+    def __enter__(self) -> RunBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def launched(self, system: System, sources: Sequence[tuple[Any, Any]]) -> None:
+        """A kernel launch: add its commands to the bar's total (None if unknown).
+
+        Only lengths a source already knows are used: counting a long kernel's commands
+        would trace it whole and undo replay's batching."""
+        counts = [getattr(src, "known_total", None) for _, src in sources]
+        if self.total is not None:
+            self.total = None if None in counts else self.total + sum(counts)  # type: ignore[arg-type]
+        if self.bar is None:
+            self.bar = tqdm(
+                total=self.total,
+                desc="simulating",
+                unit="cmd",
+                file=self.file,
+                disable=not self.enabled,
+                delay=self.delay_s,
+                leave=False,
+                dynamic_ncols=True,
+            )
+        else:
+            self.bar.total = self.total
+        self.advanced(system)
+
+    def advanced(self, system: System) -> None:
+        """Simulated time went on: show the commands dispatched so far."""
+        if self.bar is None:
+            return
+        done = dispatched_commands(system)
+        self.bar.set_postfix_str(f"sim {system.env.now:.6g} ns", refresh=False)
+        self.bar.update(done - self.bar.n)
+
+
+def dispatched_commands(system: System) -> int:
+    """Commands every PE CPU of ``system`` has dispatched so far."""
+    return sum(sum(pe.cpu.commands_by_kind.values()) for pe in system.pes)
+
+
+def _is_terminal(file: IO[str]) -> bool:
+    try:
+        return file.isatty()
+    except (AttributeError, ValueError):  # a closed or fake stream
+        return False
+
+
+def sweep_size(config: DictConfig) -> int | None:
+    """How many points Hydra's basic sweeper will launch for ``config`` (the product of
+    every comma-separated list, from the command line and ``hydra.sweeper.params``), or
+    None for another sweeper or a sweep it cannot count."""
+    if config.hydra.sweeper.get("_target_") != _BASIC_SWEEPER:
+        return None
+    params = config.hydra.sweeper.get("params") or {}
+    arguments = [f"{k}={v}" for k, v in params.items()]
+    arguments += list(config.hydra.overrides.get("task") or [])
+    try:
+        overrides = OverridesParser.create().parse_overrides(arguments)
+        return len(BasicSweeper.split_arguments(overrides, None)[0])
+    except Exception:  # e.g. a glob() sweep needs the config loader: just no total
+        return None
+
+
+def start_sweep(sweep_dir: Path, total: int | None, now: float | None = None) -> None:
+    """Record when the sweep started and how many points it has (main process)."""
+    state = sweep_dir / STATE_DIR
+    (state / _DONE_DIR).mkdir(parents=True, exist_ok=True)
+    start = time.time() if now is None else now
+    (state / _START_FILE).write_text(json.dumps({"start": start, "total": total}))
+
+
+def finish_point(sweep_dir: Path, job_num: int, now: float | None = None) -> str:
+    """Mark ``job_num`` done and return the progress line (worker side)."""
+    state = sweep_dir / STATE_DIR
+    (state / _DONE_DIR).mkdir(parents=True, exist_ok=True)
+    (state / _DONE_DIR / str(job_num)).touch()
+    done = sum(1 for _ in (state / _DONE_DIR).iterdir())
+    try:
+        info = json.loads((state / _START_FILE).read_text())
+    except (OSError, ValueError):
+        info = {}
+    return progress_line(done, info.get("total"), job_num, info.get("start"), now)
+
+
+def progress_line(
+    done: int, total: int | None, job_num: int, start: float | None, now: float | None = None
+) -> str:
+    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left``; parts left out when the
+    total or the start time is unknown."""
+    line = f"point {done}/{total} done" if total else f"point {done} done"
+    line += f" (job {job_num})"
+    if start is not None:
+        elapsed = (time.time() if now is None else now) - start
+        line += f", {_duration(elapsed)} elapsed"
+        if total and done:
+            line += f", ~{_duration(elapsed / done * max(total - done, 0))} left"
+    return line
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"

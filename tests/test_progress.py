@@ -1,0 +1,93 @@
+"""Progress: the run bar changes no result and counts every command; sweep log lines.
+
+The bar is driven in-process into a StringIO (``enabled=True``, no delay) so its output
+can be read; the system's observer hook must leave every metric and the op log exactly
+as a plain ``env.run`` leaves them, also when a batch boundary falls anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import pytest
+from omegaconf import OmegaConf
+
+from kernbench import simulate
+from kernbench.config.schema import AddressConfig, AddressModel, ExecPath
+from kernbench.sim import system as system_mod
+from kernbench.sweep import progress
+from kernbench.sweep.progress import RunBar, progress_line, sweep_size
+from tests.support import make_cfg
+
+BASIC = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def stream_cfg(exec_path=ExecPath.replay):
+    """VA: deploying runs the simulation to the install first, then the launch runs, so
+    stopping a step late (or early) would shift every time after it."""
+    cfg = make_cfg(bytes_per_pe=64 * 1024, access_bytes=1024, outstanding=2)
+    cfg.sim = dataclasses.replace(cfg.sim, exec_path=exec_path, oplog=True)
+    cfg.address = AddressConfig(model=AddressModel.va)
+    return cfg
+
+
+@pytest.mark.parametrize("every", [7, 4096])
+@pytest.mark.parametrize("path", [ExecPath.replay, ExecPath.greenlet])
+def test_observed_run_is_identical_and_counts_every_command(monkeypatch, every, path):
+    plain = simulate.run(stream_cfg(path))
+    monkeypatch.setattr(system_mod, "OBSERVE_EVERY_EVENTS", every)
+    out = io.StringIO()
+    with RunBar(file=out, enabled=True, delay_s=0) as bar:
+        seen = simulate.run(stream_cfg(path), observer=bar)
+        counted = (bar.bar.n, bar.bar.total)
+    assert seen.metrics == plain.metrics
+    assert seen.oplog == plain.oplog
+    commands = plain.metrics["accesses"]  # one DMA read per access: 64 per PE x 16 PEs
+    assert commands == 1024
+    # Replay knows the total up front; the greenlet path counts without one.
+    assert counted == (commands, commands if path is ExecPath.replay else None)
+    assert out.getvalue().startswith("\rsimulating: ")
+
+
+def test_bar_is_silent_off_a_terminal():
+    out = io.StringIO()  # not a tty
+    with RunBar(file=out, delay_s=0) as bar:
+        simulate.run(stream_cfg(), observer=bar)
+    assert not bar.enabled and out.getvalue() == ""
+
+
+def test_progress_line():
+    assert (
+        progress_line(3, 8, 5, start=100.0, now=104.1)
+        == "point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left"
+    )
+    assert progress_line(8, 8, 7, start=0.0, now=3725.0) == (
+        "point 8/8 done (job 7), 1h02m05s elapsed, ~0.0 s left"
+    )
+    assert progress_line(2, None, 1, start=0.0, now=90.0) == "point 2 done (job 1), 1m30s elapsed"
+    assert progress_line(2, 4, 1, start=None) == "point 2/4 done (job 1)"
+
+
+def test_sweep_size_multiplies_every_list():
+    cfg = OmegaConf.create(
+        {
+            "hydra": {
+                "sweeper": {"_target_": BASIC, "params": {"a": "1,2,3", "w": "x"}},
+                "overrides": {"task": ["b=x,y", "c=1"]},
+            }
+        }
+    )
+    assert sweep_size(cfg) == 6
+    cfg.hydra.sweeper._target_ = "some.other.Sweeper"
+    assert sweep_size(cfg) is None
+
+
+def test_markers_count_points_across_workers(tmp_path):
+    progress.start_sweep(tmp_path, 3, now=10.0)
+    assert progress.finish_point(tmp_path, 2, now=12.0) == (
+        "point 1/3 done (job 2), 2.0 s elapsed, ~4.0 s left"
+    )
+    assert progress.finish_point(tmp_path, 0, now=13.0).startswith("point 2/3 done (job 0)")
+    # A point finishing twice (a retried job) is still one point.
+    assert progress.finish_point(tmp_path, 0, now=13.5).startswith("point 2/3 done")
