@@ -87,8 +87,8 @@ def run_job(
             hit = cache.load(key)
             if hit is not None:
                 return _served(out_dir, job, typed, hit, time.perf_counter() - start)
-        trace = [out_dir / "trace.parquet"] if typed.sim.trace else []
-        result = simulate.run(typed, *trace, **({"observer": bar} if bar else {}))
+        trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
+        result = simulate.run(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
         _write(out_dir, job, typed, STATUS_ERROR, message, None, time.perf_counter() - start)

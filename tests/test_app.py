@@ -76,7 +76,7 @@ def test_multirun_keeps_every_bad_point(run_app, tmp_path):
 # --- in-process: the row the app writes, with the simulator stubbed -------------------
 
 
-def _stub_metrics(cfg):
+def _stub_metrics(cfg, trace_path=None, observer=None):
     return simulate.RunResult(
         metrics={"sim_time_ns": 10.0, "bytes_moved": cfg.workload.bytes_per_pe}
     )
@@ -104,7 +104,7 @@ def test_ok_row_columns_and_identity(compose_cfg, monkeypatch, tmp_path, capsys)
 
 
 def test_simulator_error_becomes_one_line_and_error_row(compose_cfg, monkeypatch, tmp_path, capsys):
-    def fail(cfg):
+    def fail(cfg, trace_path=None, observer=None):
         raise AllocationError("sip0.cube0.pe0 HBM: 4096 bytes requested, 1024 free")
 
     monkeypatch.setattr(simulate, "run", fail)
@@ -122,7 +122,7 @@ def test_simulator_error_becomes_one_line_and_error_row(compose_cfg, monkeypatch
 
 
 def test_unexpected_error_keeps_its_traceback(compose_cfg, monkeypatch, tmp_path, capsys):
-    def crash(cfg):
+    def crash(cfg, trace_path=None, observer=None):
         raise ZeroDivisionError("bug")
 
     monkeypatch.setattr(simulate, "run", crash)

@@ -21,14 +21,15 @@ import kernbench
 _SOURCE_ROOT = Path(kernbench.__file__).resolve().parent.parent
 
 
-def config_hash(flat_config: Mapping[str, Any]) -> str:
-    """First 16 hex digits of sha256 over the canonical JSON of the flattened config.
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace: the same value always gives the same text, whatever
+    order it was composed in (config hashes and cache keys are taken over it)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
-    Canonical means sorted keys and no whitespace, so the hash does not depend on the
-    order the config was composed in.
-    """
-    text = json.dumps(dict(flat_config), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+def config_hash(flat_config: Mapping[str, Any]) -> str:
+    """First 16 hex digits of sha256 over the canonical JSON of the flattened config."""
+    return hashlib.sha256(canonical_json(dict(flat_config)).encode()).hexdigest()[:16]
 
 
 @functools.cache

@@ -22,6 +22,23 @@ from kernbench.config.schema import ExecPath
 Kernel = Callable[..., None]
 
 
+def kernel_greenlet(
+    kernel: Kernel,
+    args: tuple[Any, ...],
+    program_id: tuple[int, ...],
+    num_programs: tuple[int, ...],
+    emit: Callable[[PeCommand], None],
+) -> greenlet:
+    """The kernel as a greenlet whose ``tl`` ops go to ``emit``. Both paths run kernels
+    this way; they differ only in when ``emit`` hands control back."""
+
+    def body() -> None:
+        tl.bind(tl.KernelContext(program_id, num_programs, emit))
+        kernel(*args)
+
+    return greenlet(body)
+
+
 class ReplaySource:
     """Trace the kernel ahead of the simulation, ``batch`` commands at a time.
 
@@ -40,11 +57,7 @@ class ReplaySource:
         program_id: tuple[int, ...],
         num_programs: tuple[int, ...],
     ) -> None:
-        def trace() -> None:
-            tl.bind(tl.KernelContext(program_id, num_programs, self._emit))
-            kernel(*args)
-
-        self._glet = greenlet(trace)
+        self._glet = kernel_greenlet(kernel, args, program_id, num_programs, self._emit)
         self._caller = greenlet.getcurrent()
         self._buf: list[PeCommand] = []
         self._it: Iterator[PeCommand] = iter(())
@@ -90,11 +103,7 @@ class GreenletSource:
         program_id: tuple[int, ...],
         num_programs: tuple[int, ...],
     ) -> None:
-        def body() -> None:
-            tl.bind(tl.KernelContext(program_id, num_programs, self._emit))
-            kernel(*args)
-
-        self._glet = greenlet(body)
+        self._glet = kernel_greenlet(kernel, args, program_id, num_programs, self._emit)
         self.known_total: int | None = None  # a live kernel's length is unknown
 
     def _emit(self, cmd: PeCommand) -> None:

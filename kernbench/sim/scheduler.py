@@ -135,11 +135,7 @@ class PeScheduler:
     def stage_done(self, stage: Stage) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
         if stage.dependents:
-            now = self.now()
-            for dep in stage.dependents:
-                dep.deps_left -= 1
-                if dep.deps_left == 0:
-                    dep.engine.pump(now)
+            _release(stage.dependents, self.now())
         job = stage.job
         job.stages_left -= 1
         if job.stages_left == 0:
@@ -151,11 +147,7 @@ class PeScheduler:
         if self.oplog is not None:
             self.oplog.add(self.now(), self.pe_index, "retire", job.id, type(job.cmd).__name__)
         if job.waiters:
-            now = self.now()
-            for st in job.waiters:
-                st.deps_left -= 1
-                if st.deps_left == 0:
-                    st.engine.pump(now)
+            _release(job.waiters, self.now())
             job.waiters = []
         wake, self.on_slot_free = self.on_slot_free, None
         if wake is not None:
@@ -271,6 +263,14 @@ class PeScheduler:
         return Stage(
             self.engines["dma"], job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
         )
+
+
+def _release(waiting: list[Stage], now: float) -> None:
+    """One dependence of each stage is met; issue those with none left."""
+    for st in waiting:
+        st.deps_left -= 1
+        if st.deps_left == 0:
+            st.engine.pump(now)
 
 
 def _chunk(nbytes: int, tiles: int, t: int) -> int:

@@ -38,17 +38,13 @@ from pathlib import Path
 from typing import Any
 
 import kernbench
+from kernbench.results.identity import canonical_json
 from kernbench.results.table import default_file_mode
 
 log = logging.getLogger(__name__)
 
 _PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
 FORMAT = 1  # bump when the entry layout changes; old entries then miss
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace: the same value always gives the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=True)
 
 
 @functools.cache
