@@ -1,17 +1,9 @@
 """Units, in one place.
 
 Simulated time is in nanoseconds. Bandwidth is in GB/s, and 1 GB/s = 10^9 B/s is
-exactly 1 byte/ns, so ``nbytes / bw_gbs`` is a time in ns with no conversion factor.
+exactly 1 byte/ns, so ``nbytes / bw_gbs`` is a time in ns with no conversion factor
+(the fabric divides by bandwidth directly, on its hot path).
 """
-
-KIB = 1024
-MIB = 1024 * KIB
-GIB = 1024 * MIB
-
-
-def transfer_ns(nbytes: int, bw_gbs: float) -> float:
-    """Time to push ``nbytes`` through a link of ``bw_gbs`` GB/s (bytes/ns)."""
-    return nbytes / bw_gbs
 
 
 def cycles_to_ns(cycles: float, clock_ghz: float) -> float:
