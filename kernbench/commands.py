@@ -9,6 +9,11 @@ Every primitive command is framing plus one op body counted exactly like an
 :class:`OpSpec` (opcode, scope enum, operand tuple, optional out handle, extra
 scalars), so a primitive and the same op inside a composite differ by the framing.
 ``CompositeCmd`` sums its OpSpecs and ``rw_handles`` recursively, as D2 writes it.
+
+Commands are values (nothing changes one once built) but not frozen dataclasses:
+a kernel builds one per ``tl`` op — one per access in a stream — and a frozen
+dataclass's ``__init__`` costs three times a plain slotted one's (``object.__setattr__``
+per field). Handles and op specs, built far less often, stay frozen.
 """
 
 from __future__ import annotations
@@ -94,7 +99,7 @@ class OpSpec:
         return list(self.operands.values()) + ([self.out] if self.out is not None else [])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DmaReadCmd:
     """Copy ``nbytes`` from device memory at ``src_addr`` into a local tile."""
 
@@ -107,7 +112,7 @@ class DmaReadCmd:
         return FRAMING_BYTES + op_body_bytes(1, True, 1)  # src handle, dst tile, nbytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DmaWriteCmd:
     """Copy ``nbytes`` from a local tile to device memory at ``dst_addr``."""
 
@@ -120,7 +125,7 @@ class DmaWriteCmd:
         return FRAMING_BYTES + op_body_bytes(1, True, 1)  # src tile, dst handle, nbytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GemmCmd:
     """``out (+)= a @ b`` with a of shape (m, k) and b of shape (k, n)."""
 
@@ -141,7 +146,7 @@ class GemmCmd:
         return FRAMING_BYTES + op_body_bytes(2, True, 3)  # a, b, out; m, n, k
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MathCmd:
     """An element-wise or row-reduction op on the vector engine."""
 
@@ -159,7 +164,7 @@ class MathCmd:
         return FRAMING_BYTES + op_body_bytes(len(self.operands), True, len(self.extra))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CompositeCmd:
     """A descriptor PE_SCHEDULER expands into tiled DMA and compute stages.
 
@@ -183,7 +188,7 @@ class CompositeCmd:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PeCpuOverheadCmd:
     """Explicit CPU time (``tl.cycles``): costs exactly ``cycles``, bypassing the formula."""
 

@@ -201,8 +201,8 @@ def _engine_times(fixed: float, recip: float) -> dict[str, list[float]]:
     for name in ("gemm", "math"):
         engine = system.pes[0].engines[name]
         start = engine.start
-        engine.start = lambda st, start=start, name=name: (
-            times[name].append(st.duration_ns) or start(st)
+        engine.start = lambda st, now, start=start, name=name: (
+            times[name].append(st.duration_ns) or start(st, now)
         )
     gqa.run(system, system.cfg.workload)
     return times

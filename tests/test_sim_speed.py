@@ -60,12 +60,13 @@ def test_shared_link_is_booked_in_simulated_time_order():
     assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}) == {0: 201, 1: 178}
 
 
-def test_a_stream_costs_one_simpy_event_per_access():
-    """The CPU pays dispatch without SimPy events while it keeps ahead; each access
-    costs its completion, and the launch a couple of events more."""
-    cfg = make_cfg(zero_cost=False, access_bytes=KIB4, bytes_per_pe=KIB4 * 500, active_pes=1)
+def count_simpy_events(n_pes: int, accesses: int) -> int:
+    """SimPy events popped while ``n_pes`` PEs each read ``accesses`` 4 KiB blocks of
+    their own memory (default dispatch cost: 39 ns per load, longer than a read's
+    16 ns on the fabric, so the PEs issue in lockstep)."""
+    cfg = make_cfg(zero_cost=False, access_bytes=KIB4, bytes_per_pe=KIB4 * accesses)
     system, ctx = make_system(cfg)
-    src = ctx.deploy(KIB4 * 500, DPPolicy("column_wise", 1))
+    src = ctx.deploy(KIB4 * accesses * n_pes, DPPolicy("column_wise", n_pes))
     steps = 0
     step = system.env.step
 
@@ -76,13 +77,27 @@ def test_a_stream_costs_one_simpy_event_per_access():
 
     system.env.step = counting_step  # type: ignore[method-assign]
 
-    def kernel(ptr: int) -> None:
-        for i in range(500):
+    def kernel(t) -> None:
+        ptr = t.shard_ptr(tl.program_id(0))
+        for i in range(accesses):
             tl.load(ptr + i * KIB4, (KIB4,), dtype_bytes=1)
 
-    ctx.launch(kernel, [system.graph.pes[0]], src.shard_ptr(0))
-    assert system.pes[0].dma.stages_done == 500
-    assert 500 <= steps <= 503
+    ctx.launch(kernel, system.graph.pes[:n_pes], src)
+    assert sum(pe.dma.stages_done for pe in system.pes) == n_pes * accesses
+    return steps
+
+
+def test_a_pe_alone_runs_its_stream_without_simpy_events():
+    """A PE whose next event always comes first runs it from its own queue: the launch
+    costs its start and end, however long the stream."""
+    assert count_simpy_events(1, 100) == count_simpy_events(1, 500) <= 3
+
+
+def test_pes_in_lockstep_pay_one_simpy_event_per_local_event():
+    """Two or more PEs interleave in time: each local event (a dispatch end, a read's
+    completion) runs once SimPy pops its PE's proxy: two per access, plus the launch."""
+    for n_pes in (2, 4):
+        assert 2 * n_pes * 500 <= count_simpy_events(n_pes, 500) <= 2 * n_pes * 500 + 2
 
 
 def test_replay_traces_in_batches_and_matches_greenlet(monkeypatch):

@@ -1,17 +1,10 @@
 """PE_CPU: runs a kernel's command stream, paying dispatch cost before each push.
 
 The CPU is a small callback-driven state machine rather than a SimPy process. It has
-its own clock: paying for a command moves it to the dispatch end, and it otherwise
-waits only when PE_SCHEDULER's queue is full (back-pressure) or, at the end, for the
-queue to drain. It runs ahead of the engines.
-
-A dispatch end is a *virtual event* (:mod:`kernbench.sim.events`): its SimPy key is
-reserved when the payment starts, exactly when a timeout would have been scheduled.
-At the end of each of this PE's events (:meth:`PeCpu.poll`) the CPU runs on at once
-if that key would be popped next — nothing can happen before it, so the outcome and
-the order of everything are those of a real timeout — keeps waiting if the PE's own
-next event comes first (it polls again), and otherwise pushes the event with its
-reserved key. A CPU that keeps ahead of its engines so costs no SimPy event at all.
+its own clock: paying for a command schedules its dispatch end on the PE's
+:class:`~kernbench.sim.events.LocalQueue` (an event that costs no SimPy event while
+the PE runs ahead), and it otherwise waits only when PE_SCHEDULER's queue is full
+(back-pressure) or, at the end, for the queue to drain. It runs ahead of the engines.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ from typing import Any, Protocol
 
 from kernbench.commands import PeCommand, PeCpuOverheadCmd
 from kernbench.sim.cost_model import DispatchCostModel
-from kernbench.sim.events import Fired, SimEnv
+from kernbench.sim.events import Fired, LocalQueue
 from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
 
@@ -41,13 +34,14 @@ class PeCpu:
 
     def __init__(
         self,
-        env: SimEnv,
+        events: LocalQueue,
         pe_index: int,
         scheduler: PeScheduler,
         cost: DispatchCostModel,
         oplog: OpLog | None,
     ) -> None:
-        self.env = env
+        self.events = events
+        self.env = events.env
         self.pe_index = pe_index
         self.scheduler = scheduler
         self.cost = cost
@@ -59,63 +53,39 @@ class PeCpu:
         self._source: CommandSource | None = None
         self._pending: PeCommand | None = None  # fetched and paid for, not yet pushed
         self._on_finish: Callable[[], None] | None = None
-        # The CPU's time: env.now, or ahead of it while it runs a virtual event.
-        self._clock = 0.0
-        self._eid = -1  # key of the virtual event being run (with _clock)
-        self._due: tuple[float, int] | None = None  # a dispatch end not reached yet
-        self._wake = (self._on_wake,)
+        self._clock = 0.0  # the CPU's time: its dispatch end, or the event that woke it
         self._end = (self._on_end,)
 
     def run(self, source: CommandSource, on_finish: Callable[[], None]) -> None:
         self._source, self._on_finish = source, on_finish
-        self._clock = self.env.now
+        self.events.enter()
+        self._clock = self.events.now
         self._step()
-        self._park()  # other PEs start after us: not a point to run ahead from
+        self.events.park()  # other PEs start after us: not a point to run ahead from
 
-    def poll(self, _ev: Any = None) -> None:
-        """The last callback of each of this PE's events: run on past dispatch ends
-        that SimPy would pop next."""
-        env = self.env
-        while self._due is not None:
-            at, eid = self._due
-            if env.comes_first(at, eid):
-                self._due = None
-                self._clock, self._eid = at, eid
-                self._step()
-            elif env.head_owner() is self:
-                return  # our own next event comes first; it polls again
-            else:
-                self._park()
-                return
-
-    def _park(self) -> None:
-        """Make the pending dispatch end a real event, at its reserved key."""
-        if self._due is not None:
-            at, eid = self._due
-            self._due = None
-            self.env.push(Fired(self.env, None, self._wake, None), at, eid)
-
-    def _on_wake(self, _ev: Any) -> None:
-        self._clock = self.env.now
+    def _dispatched(self, _arg: Any) -> None:
+        """A dispatch end (a local event): push the command paid for, go on."""
+        self._clock = self.events.now
         self._step()
-        self.poll()
 
     def _step(self) -> None:
         """Go through the stream at ``_clock`` until the CPU must wait: for a dispatch
-        end (``_due``), a free queue slot, or the queue to drain."""
+        end, a free queue slot, or the queue to drain."""
         assert self._source is not None
-        sched = self.scheduler
+        sched, events, fetch = self.scheduler, self.events, self._source.next
         while True:
             cmd = self._pending
             if cmd is None:
-                cmd = self._pending = self._source.next()
+                cmd = self._pending = fetch()
                 if cmd is None:
                     self._drain()
                     return
                 ns = self._pay(cmd)
                 if ns > 0:
-                    self._due = (self._clock + ns, self.env.reserve())
-                    return
+                    at = self._clock + ns
+                    if not events.run_inline(at, self._dispatched, None):
+                        return  # the dispatch end is a local event
+                    self._clock = at
             if type(cmd) is PeCpuOverheadCmd:
                 self._pending = None
                 continue
@@ -125,9 +95,9 @@ class PeCpu:
             self._pending = None
             sched.submit(cmd, self._clock)
 
-    def _slot_free(self) -> None:
-        """Woken by a retirement (inside one of our events, which then polls)."""
-        self._clock = self.env.now
+    def _slot_free(self, now: float) -> None:
+        """Woken by a retirement, inside one of this PE's events."""
+        self._clock = now
         self._step()
 
     def _pay(self, cmd: PeCommand) -> float:
@@ -145,16 +115,16 @@ class PeCpu:
     def _drain(self) -> None:
         """The kernel returned: finish now if the queue is empty, else when it drains."""
         if not self.scheduler.idle:
-            self.scheduler.on_slot_free = self._drain_now
+            self.scheduler.on_slot_free = self._drain_at
         elif self._clock > self.env.now:
-            # Finishing ends the run, so it needs SimPy's clock: push the virtual
-            # event being run as a real one (it comes first, so it is popped next).
-            self.env.push(Fired(self.env, None, self._end, None), self._clock, self._eid)
+            # Finishing ends the run, so it needs SimPy's clock: hand the local event
+            # being run to SimPy under its own key (it comes first: popped next).
+            self.env.push(Fired(self.env, None, self._end), self._clock, self.events.eid)
         else:
             self._finish()
 
-    def _drain_now(self) -> None:
-        self._clock = self.env.now
+    def _drain_at(self, now: float) -> None:
+        self._clock = now
         self._drain()
 
     def _on_end(self, _ev: Any) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from kernbench.sim.engines import Engine, Stage
-from kernbench.sim.events import SimEnv
+from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import Fabric
 from kernbench.topology.names import PeId
 from kernbench.topology.routes import Route, Router
@@ -36,16 +36,16 @@ class DmaEngine(Engine):
 
     def __init__(
         self,
-        env: SimEnv,
+        events: LocalQueue,
         pe: PeId,
         slots: int,
-        on_done: Callable[[Stage], None],
+        on_done: Callable[[Stage, float], None],
         frontend: AddressFrontEnd,
         router: Router,
         fabric: Fabric,
         trace: TraceSink | None = None,
     ) -> None:
-        super().__init__(env, pe.node("dma"), slots, on_done)
+        super().__init__(events, pe.node("dma"), slots, on_done)
         self.pe = pe
         self.frontend = frontend
         self.router = router
@@ -55,9 +55,9 @@ class DmaEngine(Engine):
         self._routes: dict[str, Route] = {}  # router node -> route from this DMA
         self._resolve = frontend.resolve
 
-    def start(self, stage: Stage) -> float:
+    def start(self, stage: Stage, now: float) -> float:
         requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
-        issue = self.clock + delay
+        issue = now + delay
         end = issue
         routes, reserve = self._routes, self.fabric.reserve
         for req in requests:

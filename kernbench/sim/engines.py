@@ -2,13 +2,13 @@
 
 An engine issues the stage at the head of its FIFO once every stage it depends on
 has finished and it has a free slot (one for GEMM and MATH; ``dma_max_outstanding``
-for DMA). Issuing computes the stage's end time arithmetically and pushes one SimPy
-event for it; nothing else in the PE pipeline costs a SimPy event.
-Engine time never includes dispatch cost (ADR-0064 D5).
+for DMA). Issuing computes the stage's end time arithmetically and schedules one
+event for it on the PE's :class:`~kernbench.sim.events.LocalQueue`; nothing else in
+the PE pipeline schedules events. Engine time never includes dispatch cost
+(ADR-0064 D5).
 
-``pump(now)`` takes the time explicitly: PE_CPU may submit a command at a dispatch
-time that is still ahead of ``env.now`` when nothing can happen in between
-(:mod:`kernbench.sim.events`), and the stage then issues at that time.
+``pump(now)`` takes the time explicitly: the PE runs its own events ahead of SimPy's
+clock (:mod:`kernbench.sim.events`), so ``env.now`` is not the time of a stage.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kernbench.sim.events import Fired, SimEnv
+from kernbench.sim.events import LocalQueue
 
 if TYPE_CHECKING:
     from kernbench.sim.scheduler import Job
@@ -68,9 +68,13 @@ class Engine:
     """An in-order engine with ``slots`` stages in flight; tracks its busy time."""
 
     def __init__(
-        self, env: SimEnv, name: str, slots: int, on_done: Callable[[Stage], None]
+        self,
+        events: LocalQueue,
+        name: str,
+        slots: int,
+        on_done: Callable[[Stage, float], None],
     ) -> None:
-        self.env = env
+        self.events = events
         self.name = name
         self.slots = slots
         self.on_done = on_done
@@ -79,14 +83,6 @@ class Engine:
         self.busy_ns = 0.0
         self._busy_since = 0.0
         self.stages_done = 0
-        self.clock = 0.0  # the time the stage being started issues at (set by pump)
-        self._owner: Any = None
-        self._callbacks: tuple[Callable[[Any], None], ...] = (self._finish,)
-
-    def bind(self, owner: Any, after: Callable[[Any], None]) -> None:
-        """Every stage end also calls ``after`` (last) and is marked as ``owner``'s."""
-        self._owner = owner
-        self._callbacks = (self._finish, after)
 
     def enqueue(self, stage: Stage) -> None:
         self.fifo.append(stage)
@@ -99,24 +95,21 @@ class Engine:
             if self.in_flight == 0:
                 self._busy_since = now
             self.in_flight += 1
-            self.clock = now
-            end = self.start(stage)
+            end = self.start(stage, now)
             # now + (end - now), as a SimPy timeout of that delay would land.
-            at = now + (end - now)
-            self.env.push(Fired(self.env, stage, self._callbacks, self._owner), at)
+            self.events.schedule(now + (end - now), self._finish, stage)
 
-    def start(self, stage: Stage) -> float:
-        """Begin ``stage`` at ``self.clock``; return its end time. Compute engines just
-        add the duration."""
-        return self.clock + stage.duration_ns
+    def start(self, stage: Stage, now: float) -> float:
+        """Begin ``stage`` at ``now``; return its end time. Compute engines just add
+        the duration."""
+        return now + stage.duration_ns
 
-    def _finish(self, ev: Any) -> None:
-        stage: Stage = ev._value
+    def _finish(self, stage: Stage) -> None:
         self.in_flight -= 1
         self.stages_done += 1
-        now = self.env.now
+        now = self.events.now
         if self.in_flight == 0:
             self.busy_ns += now - self._busy_since
-        self.on_done(stage)
+        self.on_done(stage, now)
         if self.fifo:
             self.pump(now)

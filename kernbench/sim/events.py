@@ -1,18 +1,18 @@
-"""SimPy's environment with two exact shortcuts the PE pipeline relies on.
+"""SimPy's environment, and the PE's own event queue that runs ahead of it exactly.
 
 SimPy pops events in the order of their key ``(time, priority, eid)``, where ``eid``
-counts up as events are scheduled. Two things follow, and this module owns both:
+counts up as events are scheduled. A PE's pipeline (its CPU's dispatch ends, its
+engines' stage ends) schedules its events on a :class:`LocalQueue` instead: each
+event takes its eid from SimPy's counter at the moment SimPy would have scheduled
+it, so its key is the one it would have had, but it is pushed on the PE's own heap.
 
-- An event can be pushed at an absolute time (:meth:`SimEnv.push`) with a plain
-  triggered :class:`Fired` event: SimPy's ``Timeout`` minus its bookkeeping.
-- A *virtual event* is one whose key is fixed (:meth:`SimEnv.reserve` takes its eid at
-  the moment SimPy would have scheduled it) but which is not pushed. If its key is
-  smaller than every queued key (:meth:`SimEnv.comes_first`), SimPy would pop it next,
-  so its work may run right away, at its own time, with the same outcome — nothing
-  else can happen in between. Otherwise it is pushed with its reserved eid
-  (:meth:`SimEnv.push`), landing exactly where SimPy would have put it. PE_CPU uses
-  this for dispatch time (:mod:`kernbench.sim.cpu`), so paying for a command costs a
-  SimPy event only when something else really happens before the payment ends.
+The PE runs its next event at once whenever that key is smaller than every key in
+SimPy's queue: SimPy would pop it next, nothing else can happen before it, so the
+outcome and the order of everything are those of plain SimPy events. When another
+event comes first the PE *parks*: one triggered event (:class:`Fired`) goes into
+SimPy's queue under its next local key, and the PE runs on when SimPy pops it. A PE
+that is alone, or ahead of the others, so runs a whole stream of commands without a
+single SimPy event; PEs in lockstep pay one event per local event, as before.
 
 It touches SimPy's private ``_queue`` and ``_eid`` (stable across SimPy 4); nothing
 else in kernbench does.
@@ -21,7 +21,7 @@ else in kernbench does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any
 
 import simpy
@@ -31,39 +31,19 @@ Callback = Callable[[Any], None]
 
 
 class Fired(simpy.Event):
-    """An event that is triggered already, with a value and a fixed callback sequence.
+    """An event that is triggered already, with a value and a fixed callback sequence
+    (SimPy's ``Timeout`` minus its bookkeeping). The sequence may be shared between
+    events: SimPy only iterates over it."""
 
-    The sequence may be shared between events: SimPy only iterates over it.
-    ``owner`` names who is woken by it (PE_CPU looks for its own events in the queue).
-    """
-
-    def __init__(
-        self, env: simpy.Environment, value: Any, callbacks: Sequence[Callback], owner: Any
-    ) -> None:
+    def __init__(self, env: simpy.Environment, value: Any, callbacks: Sequence[Callback]) -> None:
         self.env = env
         self.callbacks = callbacks  # type: ignore[assignment]
         self._value = value
         self._ok = True
-        self.owner = owner
 
 
 class SimEnv(simpy.Environment):
-    """A SimPy environment that can reserve event ids and push at absolute times."""
-
-    def reserve(self) -> int:
-        """The eid an event scheduled now would get; the next event gets a later one."""
-        return next(self._eid)  # type: ignore[attr-defined]
-
-    def comes_first(self, at: float, eid: int) -> bool:
-        """Whether a normal-priority event with key ``(at, eid)`` would be popped next."""
-        queue = self._queue  # type: ignore[attr-defined]
-        # A 3-tuple against a 4-tuple entry: eids are unique, so events never compare.
-        return not queue or (at, NORMAL, eid) < queue[0]
-
-    def head_owner(self) -> Any:
-        """The ``owner`` of the next event to pop (None if it has none, or no event)."""
-        queue = self._queue  # type: ignore[attr-defined]
-        return getattr(queue[0][3], "owner", None) if queue else None
+    """A SimPy environment that can push triggered events at absolute times."""
 
     def push(self, event: simpy.Event, at: float, eid: int | None = None) -> None:
         """Schedule a triggered ``event`` at absolute time ``at`` (normal priority), with
@@ -71,3 +51,79 @@ class SimEnv(simpy.Environment):
         if eid is None:
             eid = next(self._eid)  # type: ignore[attr-defined]
         heappush(self._queue, (at, NORMAL, eid, event))  # type: ignore[attr-defined]
+
+
+class LocalQueue:
+    """One PE's events: ``(time, eid, callback, argument)``, run in key order, ahead of
+    SimPy's clock while they come first. ``now`` and ``eid`` are the key of the event
+    being run (or SimPy's time when the PE is started from outside its queue)."""
+
+    __slots__ = ("env", "heap", "now", "eid", "_queue", "_counter", "_parked", "_wake", "_inside")
+
+    def __init__(self, env: SimEnv) -> None:
+        self.env = env
+        self.heap: list[tuple[float, int, Callback, Any]] = []
+        self.now = 0.0
+        self.eid = -1
+        self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
+        self._counter = env._eid  # type: ignore[attr-defined]
+        self._parked = False
+        self._wake = (self._on_wake,)
+        self._inside = False  # running the queue: other PEs' next events are in SimPy's
+
+
+    def schedule(self, at: float, callback: Callback, arg: Any) -> None:
+        """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
+        heappush(self.heap, (at, next(self._counter), callback, arg))
+
+    def run_inline(self, at: float, callback: Callback, arg: Any) -> bool:
+        """Schedule ``callback(arg)`` at ``at`` — unless it would be the very next event:
+        then it becomes the event being run and True tells the caller to go on with its
+        work inline (no heap, no call). A fresh key loses every tie: keys already taken
+        have smaller eids, so only a strictly earlier time comes first."""
+        eid = next(self._counter)
+        heap, queue = self.heap, self._queue
+        if (
+            not self._inside
+            or (heap and at >= heap[0][0])
+            or (queue and at >= queue[0][0])
+        ):
+            heappush(heap, (at, eid, callback, arg))
+            return False
+        self.now, self.eid = at, eid
+        return True
+
+    def enter(self) -> None:
+        """Start work from outside the queue (a launch), at SimPy's time. Until the PE
+        parks, other PEs may not have scheduled their first events: nothing runs ahead."""
+        self.now, self.eid = self.env.now, -1
+
+    def run(self) -> None:
+        """Run local events while SimPy would pop them next; then park."""
+        heap, queue = self.heap, self._queue
+        self._inside = True
+        while heap:
+            entry = heap[0]
+            at = entry[0]
+            if queue:
+                head = queue[0]
+                # (at, NORMAL, eid) < head, with the float compared first (the usual case)
+                if at > head[0] or (at == head[0] and (NORMAL, entry[1]) > head[1:3]):
+                    break
+            heappop(heap)
+            self.now, self.eid = at, entry[1]
+            entry[2](entry[3])
+        self._inside = False
+        self.park()
+
+    def park(self) -> None:
+        """Hand the next local event to SimPy, under its own key (once: the heap does not
+        change while the PE is parked)."""
+        if self.heap and not self._parked:
+            at, eid = self.heap[0][:2]
+            self._parked = True
+            heappush(self._queue, (at, NORMAL, eid, Fired(self.env, None, self._wake)))
+
+    def _on_wake(self, _ev: Any) -> None:
+        self._parked = False
+        self.run()

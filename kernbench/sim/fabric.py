@@ -14,7 +14,8 @@ from kernbench.topology.routes import Route
 
 
 class Fabric:
-    """Per-link ``free_at`` times; optionally a log of every reservation (for tests)."""
+    """Per-link ``free_at`` times and bytes carried (a link's busy time is its bytes over
+    its bandwidth); optionally a log of every reservation (for tests)."""
 
     def __init__(
         self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
@@ -23,7 +24,6 @@ class Fabric:
         self.bw = [lk.bw_gbs for lk in graph.links]
         self.access_latency_ns = access_latency_ns
         self.bytes_carried = [0] * len(graph.links)
-        self.busy_ns = [0.0] * len(graph.links)
         self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
 
     def reserve(self, route: Route, nbytes: int, now: float) -> tuple[float, float]:
@@ -33,12 +33,10 @@ class Fabric:
         for i in links:
             if free_at[i] > start:
                 start = free_at[i]
-        carried, busy = self.bytes_carried, self.busy_ns
+        carried = self.bytes_carried
         for i in links:
-            hold = nbytes / bw[i]
-            free_at[i] = start + hold
+            free_at[i] = start + nbytes / bw[i]
             carried[i] += nbytes
-            busy[i] += hold
         if self.reservations is not None:
             self.reservations.extend((i, start, start + nbytes / bw[i], nbytes) for i in links)
         done = start + route.latency_ns + nbytes / route.min_bw_gbs + self.access_latency_ns

@@ -61,26 +61,30 @@ class PeScheduler:
     def __init__(
         self,
         pe_index: int,
-        engines: dict[str, Engine],
         depth: int,
         composite_buffers: int,
         gemm_ns_per_flop: float,
         math_ns_per_elem: float,
         oplog: OpLog | None,
-        now: Callable[[], float],
     ) -> None:
         self.pe_index = pe_index
-        self.engines = engines
+        self.engines: dict[str, Engine] = {}
+        self.dma: Engine | None = None
         self.depth = depth
         self.buffers = composite_buffers
         self.gemm_ns_per_flop = gemm_ns_per_flop
         self.math_ns_per_elem = math_ns_per_elem
         self.oplog = oplog
-        self.now = now
         self.in_flight = 0
         self.jobs_submitted = 0
-        self.on_slot_free: Callable[[], None] | None = None
+        # Called with the time of the next retirement (PE_CPU waiting for a slot).
+        self.on_slot_free: Callable[[float], None] | None = None
         self._tiles: dict[int, TileUse] = {}
+
+    def connect(self, engines: dict[str, Engine]) -> None:
+        """The PE's engines (built after the scheduler: they report to ``stage_done``)."""
+        self.engines = engines
+        self.dma = engines["dma"]
 
     @property
     def full(self) -> bool:
@@ -90,28 +94,37 @@ class PeScheduler:
     def idle(self) -> bool:
         return self.in_flight == 0
 
-    def submit(self, cmd: PeCommand, now: float | None = None) -> Job:
-        """Accept a command at ``now`` (default: the current time; the caller checked
-        ``full``) and start what is ready."""
-        if now is None:
-            now = self.now()
+    def submit(self, cmd: PeCommand, now: float) -> Job:
+        """Accept a command at ``now`` (the caller checked ``full``) and start what is
+        ready."""
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
-        if type(cmd) is CompositeCmd:
-            self._submit_composite(cmd, job, now)
+        kind = type(cmd)
+        if kind is CompositeCmd:
+            self._submit_composite(cmd, job, now)  # type: ignore[arg-type]
             return job
-        stage = self._stage(cmd, job)
+        # A primitive command is one stage, gated by its hazards. The DMA kinds (one
+        # per stream access) are spelled out: this is the simulator's hottest path.
+        if kind is DmaReadCmd:
+            stage = Stage(self.dma, job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr]
+            blockers = self._dma_hazards(cmd.dst.id, job, True)  # type: ignore[union-attr]
+        elif kind is DmaWriteCmd:
+            stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr]
+            blockers = self._dma_hazards(cmd.src.id, job, False)  # type: ignore[union-attr]
+        else:
+            stage = self._compute_stage(cmd, job)
+            blockers = self._hazards(cmd, job)
         job.stages_left = 1
-        for b in self._hazards(cmd, job):  # hazards gate a primitive command's stage
+        for b in blockers:
             stage.deps_left += 1
             b.waiters.append(stage)
         if self.oplog is not None:
-            self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
+            self.oplog.add(now, self.pe_index, "submit", job.id, kind.__name__)
         # Only the engine that got the stage can have something new to issue: every
         # other head waits for a dependence or a slot, and is pumped when released.
         engine = stage.engine
-        engine.enqueue(stage)
+        engine.fifo.append(stage)
         engine.pump(now)
         return job
 
@@ -132,26 +145,25 @@ class PeScheduler:
         for eng in self.engines.values():
             eng.pump(now)
 
-    def stage_done(self, stage: Stage) -> None:
+    def stage_done(self, stage: Stage, now: float) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
         if stage.dependents:
-            _release(stage.dependents, self.now())
+            _release(stage.dependents, now)
         job = stage.job
         job.stages_left -= 1
-        if job.stages_left == 0:
-            self._retire(job)
-
-    def _retire(self, job: Job) -> None:
+        if job.stages_left:
+            return
         job.retired = True
         self.in_flight -= 1
         if self.oplog is not None:
-            self.oplog.add(self.now(), self.pe_index, "retire", job.id, type(job.cmd).__name__)
+            self.oplog.add(now, self.pe_index, "retire", job.id, type(job.cmd).__name__)
         if job.waiters:
-            _release(job.waiters, self.now())
+            _release(job.waiters, now)
             job.waiters = []
-        wake, self.on_slot_free = self.on_slot_free, None
+        wake = self.on_slot_free
         if wake is not None:
-            wake()
+            self.on_slot_free = None
+            wake(now)
 
     # -- dependences -------------------------------------------------------------
     def _hazards(self, cmd: PeCommand, job: Job) -> list[Job]:
@@ -159,11 +171,6 @@ class PeScheduler:
 
         RAW and WAW: the last writer of any tile it reads or writes; WAR: the readers
         of a tile it writes; and the last DMA of a tile it moves by DMA."""
-        kind = type(cmd)
-        if kind is DmaReadCmd:
-            return self._dma_hazards(cmd.dst.id, job, writes=True)  # type: ignore[union-attr]
-        if kind is DmaWriteCmd:
-            return self._dma_hazards(cmd.src.id, job, writes=False)  # type: ignore[union-attr]
         reads, writes = _tile_access(cmd)
         found: list[Job] = []
         for t in (*reads, *writes):
@@ -181,13 +188,19 @@ class PeScheduler:
     def _dma_hazards(self, tile: int, job: Job, writes: bool) -> list[Job]:
         """The same rules for a DMA command, which reads or writes one tile and holds
         it as its DMA endpoint."""
-        use = self._use(tile)
+        use = self._tiles.get(tile)
+        if use is None:
+            use = self._tiles[tile] = TileUse()
         found: list[Job] = []
-        _add(found, use.writer)
+        writer = use.writer
+        if writer is not None and not writer.retired:
+            found.append(writer)
         if writes:
-            for r in use.readers:
-                _add(found, r)
-            use.writer, use.readers = job, []
+            if use.readers:
+                for r in use.readers:
+                    _add(found, r)
+                use.readers = []
+            use.writer = job
         else:
             self._read_by(use, job)
         _add(found, use.dma)
@@ -207,17 +220,13 @@ class PeScheduler:
         use.readers.append(job)
 
     # -- expansion ---------------------------------------------------------------
-    def _stage(self, cmd: PeCommand, job: Job) -> Stage:
-        """The one stage of a primitive command."""
-        kind, e = type(cmd), self.engines
-        if kind is DmaReadCmd:
-            return Stage(e["dma"], job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr]
-        if kind is DmaWriteCmd:
-            return Stage(e["dma"], job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr]
+    def _compute_stage(self, cmd: PeCommand, job: Job) -> Stage:
+        """The one stage of a primitive compute command."""
+        kind = type(cmd)
         if kind is GemmCmd:
-            return Stage(e["gemm"], job, cmd.flops * self.gemm_ns_per_flop)  # type: ignore[union-attr]
+            return Stage(self.engines["gemm"], job, cmd.flops * self.gemm_ns_per_flop)  # type: ignore[union-attr]
         if kind is MathCmd:
-            return Stage(e["math"], job, cmd.elements * self.math_ns_per_elem)  # type: ignore[union-attr]
+            return Stage(self.engines["math"], job, cmd.elements * self.math_ns_per_elem)  # type: ignore[union-attr]
         raise TypeError(f"PE_SCHEDULER cannot run {kind.__name__}")
 
     def _op_stage(self, op: OpSpec, job: Job, tiles: int) -> Stage:
@@ -261,7 +270,7 @@ class PeScheduler:
     def _chunk_stage(self, m: MemRef, direction: str, tiles: int, t: int, job: Job) -> Stage:
         lo, hi = _chunk(m.nbytes, tiles, t), _chunk(m.nbytes, tiles, t + 1)
         return Stage(
-            self.engines["dma"], job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
+            self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
         )
 
 

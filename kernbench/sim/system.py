@@ -21,7 +21,7 @@ from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
 from kernbench.sim.dma import DmaEngine, TraceSink
 from kernbench.sim.engines import Engine
-from kernbench.sim.events import SimEnv
+from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fabric import Fabric
 from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
@@ -31,26 +31,25 @@ from kernbench.topology.routes import Router
 
 
 class PeUnit:
-    """The components of one PE (ADR-0014): CPU -> scheduler -> DMA, GEMM, MATH."""
+    """The components of one PE (ADR-0014): CPU -> scheduler -> DMA, GEMM, MATH, all
+    running on the PE's own event queue."""
 
     def __init__(self, system: System, pe: PeId) -> None:
-        topo, env = system.cfg.topology, system.env
+        topo = system.cfg.topology
         pc = topo.pe
         self.id = pe
-        self.engines: dict[str, Engine] = {}  # filled below; the scheduler shares it
+        self.events = LocalQueue(system.env)
         self.scheduler = PeScheduler(
             pe.index,
-            self.engines,
             pc.scheduler_queue_depth,
             pc.composite_buffers,
             gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
             math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
             oplog=system.oplog,
-            now=lambda: env.now,
         )
         done = self.scheduler.stage_done
         self.dma = DmaEngine(
-            env,
+            self.events,
             pe,
             pc.dma_max_outstanding,
             done,
@@ -59,13 +58,14 @@ class PeUnit:
             system.fabric,
             system.trace,
         )
-        self.engines["dma"] = self.dma
-        self.engines["gemm"] = Engine(env, pe.node("gemm"), 1, done)
-        self.engines["math"] = Engine(env, pe.node("math"), 1, done)
+        self.engines: dict[str, Engine] = {
+            "dma": self.dma,
+            "gemm": Engine(self.events, pe.node("gemm"), 1, done),
+            "math": Engine(self.events, pe.node("math"), 1, done),
+        }
+        self.scheduler.connect(self.engines)
         cost = DispatchCostModel.from_config(pc.attrs.pe_cost_model)
-        self.cpu = PeCpu(env, pe.index, self.scheduler, cost, system.oplog)
-        for engine in self.engines.values():
-            engine.bind(self.cpu, self.cpu.poll)  # the CPU may run on after each stage end
+        self.cpu = PeCpu(self.events, pe.index, self.scheduler, cost, system.oplog)
 
 
 class RunObserver(Protocol):
