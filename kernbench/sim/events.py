@@ -71,7 +71,6 @@ class LocalQueue:
         self._wake = (self._on_wake,)
         self._inside = False  # running the queue: other PEs' next events are in SimPy's
 
-
     def schedule(self, at: float, callback: Callback, arg: Any) -> None:
         """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
         heappush(self.heap, (at, next(self._counter), callback, arg))
@@ -83,11 +82,7 @@ class LocalQueue:
         have smaller eids, so only a strictly earlier time comes first."""
         eid = next(self._counter)
         heap, queue = self.heap, self._queue
-        if (
-            not self._inside
-            or (heap and at >= heap[0][0])
-            or (queue and at >= queue[0][0])
-        ):
+        if not self._inside or (heap and at >= heap[0][0]) or (queue and at >= queue[0][0]):
             heappush(heap, (at, eid, callback, arg))
             return False
         self.now, self.eid = at, eid

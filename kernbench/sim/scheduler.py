@@ -269,9 +269,7 @@ class PeScheduler:
 
     def _chunk_stage(self, m: MemRef, direction: str, tiles: int, t: int, job: Job) -> Stage:
         lo, hi = _chunk(m.nbytes, tiles, t), _chunk(m.nbytes, tiles, t + 1)
-        return Stage(
-            self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo
-        )
+        return Stage(self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo)
 
 
 def _release(waiting: list[Stage], now: float) -> None:
