@@ -7,10 +7,12 @@ from hypothesis import strategies as st
 
 from kernbench.address import interleave
 from kernbench.address.allocator import FreeListAllocator
-from kernbench.address.pa import PhysAddr, Region
+from kernbench.address.la import LA_BASE, make_segment
+from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region, pe_base
+from kernbench.address.pa_model import PhysicalLayer
 from kernbench.sim.fabric import Fabric
 from kernbench.topology.graph import build_graph
-from kernbench.topology.routes import Router
+from kernbench.topology.routes import MemoryRoutes, Router
 from tests.support import make_cfg
 
 ops = st.lists(st.tuples(st.booleans(), st.integers(1, 5000), st.integers(0, 1000)), max_size=60)
@@ -59,7 +61,7 @@ def test_no_link_carries_more_than_bw_times_interval_plus_one_request(reqs):
     for src, dst, nbytes, gap in reqs:
         now += gap
         s, d = graph.pes[src], graph.pes[dst]
-        fabric.reserve(router.to_memory(s.node("dma"), d.agg_router), nbytes, now)
+        fabric.book([(d.agg_router, 0, nbytes, -1)], MemoryRoutes(router, s.node("dma")), now)
     by_link: dict[int, list[tuple[float, float, int]]] = {}
     for link, start, end, nbytes in fabric.reservations:
         by_link.setdefault(link, []).append((start, end, nbytes))
@@ -105,3 +107,20 @@ def test_interleave_split_conserves_bytes_and_never_overlaps(offset, nbytes, gra
         first = next(o for o in range(offset, offset + nbytes) if (o // granule) % n == ch)
         assert (first // (granule * n)) * granule + first % granule == choff
         assert nb == sum(1 for o in range(offset, offset + nbytes) if (o // granule) % n == ch)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stripes_in=st.integers(0, 64), stripes=st.integers(1, 64), pe=st.integers(0, 15))
+def test_whole_stripe_requests_equal_the_general_split(stripes_in, stripes, pe):
+    """The closed form for whole stripes (each channel nbytes/N, channel c's first byte
+    at offset + c*g) gives exactly the general interleave's requests, PA and LA."""
+    graph = build_graph(make_cfg(one_to_one=True).topology)
+    physical = PhysicalLayer(graph)
+    stripe = physical.granule * physical.n_channels
+    owner = graph.pes[pe]
+    offset, nbytes = stripes_in * stripe, stripes * stripe
+    pa = pe_base(owner.sip, owner.cube, owner.pe) + offset
+    key = pa >> (OFFSET_BITS + 1)
+    assert physical.resolve(pa, nbytes) == physical.split(key, pa, offset, nbytes)
+    seg = make_segment(graph, owner, LA_BASE, pa, 128 * stripe)
+    assert seg.resolve(offset, nbytes) == seg.split(offset, nbytes)

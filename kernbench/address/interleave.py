@@ -3,7 +3,10 @@
 Byte ``o`` of an interleaved space lives on channel ``(o // g) % n`` at channel
 offset ``(o // (g*n)) * g + o % g``. The bytes of any range on one channel are
 contiguous in that channel's space, so an access becomes one request per touched
-channel, computed in closed form: O(channels), never O(granules).
+channel, computed in closed form: O(channels), never O(granules). An access of whole
+stripes from a stripe boundary (the usual one) is simpler still: every channel holds
+``nbytes / n`` of it, and channel ``c``'s first byte is at interleaved offset
+``offset + c * g``.
 """
 
 from __future__ import annotations
@@ -38,3 +41,9 @@ def split(offset: int, nbytes: int, granule: int, n_channels: int) -> list[tuple
         if hi > lo:
             pieces.append((ch, lo, hi - lo))
     return pieces
+
+
+def whole_stripes(offset: int, nbytes: int, granule: int, n_channels: int) -> bool:
+    """Whether ``[offset, offset+nbytes)`` is whole stripes from a stripe boundary."""
+    stripe = granule * n_channels
+    return not (offset % stripe or nbytes % stripe)

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kernbench.address import interleave
 from kernbench.address.allocator import FreeListAllocator
@@ -33,7 +33,7 @@ from kernbench.address.pa import pe_base
 from kernbench.address.pa_model import PhysicalLayer, hbm_alignment
 from kernbench.errors import AddressFault, AllocationError
 from kernbench.sim.control import BaawSegmentInstallMsg, BaawSegmentUninstallMsg, ControlMsg
-from kernbench.sim.dma import PhysicalRequest
+from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
@@ -56,15 +56,27 @@ class Segment:
     routers: tuple[str, ...] = ()
     agg_pa_base: int = 0
     agg_node_id: str = ""
+    # Derived: the end, and (router, PA base, channel id) per channel under 1:1.
+    la_end: int = field(init=False, repr=False, compare=False)
+    channels: tuple[tuple[str, int, int], ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def la_end(self) -> int:
-        return self.la_base + self.la_size
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "la_end", self.la_base + self.la_size)
+        chans = tuple(zip(self.routers, self.pa_bases, self.channel_ids, strict=True))
+        object.__setattr__(self, "channels", chans)
 
     def resolve(self, o: int, nbytes: int) -> list[PhysicalRequest]:
         """Requests for segment offsets ``[o, o+nbytes)`` (inside the segment)."""
         if not self.one_to_one:
             return [(self.agg_node_id, self.agg_pa_base + o, nbytes, -1)]
+        g, n = self.granule, self.channel_count
+        if interleave.whole_stripes(o, nbytes, g, n):
+            each = nbytes // n
+            return [(r, base + o, each, ch) for r, base, ch in self.channels]
+        return self.split(o, nbytes)
+
+    def split(self, o: int, nbytes: int) -> list[PhysicalRequest]:
+        """The 1:1 requests of any range (the general case)."""
         g, n, bases = self.granule, self.channel_count, self.pa_bases
         return [
             (self.routers[ch], bases[ch] + (co // g) * g * n + co % g, nb, self.channel_ids[ch])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kernbench.sim.control import ControlMsg
-from kernbench.sim.dma import PhysicalRequest
+from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 

@@ -13,10 +13,9 @@ from kernbench.address.models import Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg
+from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
-
-PhysicalRequest = tuple[str, int, int, int]
 
 _OWNER_SHIFT = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
 _OFFSET_MASK = (1 << OFFSET_BITS) - 1
@@ -33,10 +32,17 @@ class PhysicalLayer:
         self.one_to_one = graph.one_to_one
         self._owner: dict[int, PeId] = {}
         self._routers: dict[int, list[str]] = {}
+        # 1:1, per PE: (router, PA offset of its first granule, channel id) per channel
+        self._channels: dict[int, tuple[tuple[str, int, int], ...]] = {}
         for pe in graph.pes:
             key = PhysAddr(pe.sip, pe.cube, pe.pe, Region.HBM, 0).encode() >> _OWNER_SHIFT
             self._owner[key] = pe
-            self._routers[key] = graph.routers(pe)
+            self._routers[key] = routers = graph.routers(pe)
+            if self.one_to_one:
+                self._channels[key] = tuple(
+                    (r, c * self.granule, pe.pe * self.n_channels + c)
+                    for c, r in enumerate(routers)
+                )
 
     def owner(self, pa: int) -> PeId:
         pe = self._owner.get(pa >> _OWNER_SHIFT)
@@ -53,8 +59,16 @@ class PhysicalLayer:
             self._fault(pa, nbytes)
         if not self.one_to_one:
             return [(routers[0], pa, nbytes, -1)]
+        g, n = self.granule, self.n_channels
+        if interleave.whole_stripes(offset, nbytes, g, n):
+            each = nbytes // n
+            return [(r, pa + delta, each, ch) for r, delta, ch in self._channels[key]]
+        return self.split(key, pa, offset, nbytes)
+
+    def split(self, key: int, pa: int, offset: int, nbytes: int) -> list[PhysicalRequest]:
+        """The 1:1 requests of any range of the PE keyed ``key`` (the general case)."""
         base, g, n = pa - offset, self.granule, self.n_channels
-        first_id = self._owner[key].pe * n
+        routers, first_id = self._routers[key], self._owner[key].pe * n
         return [
             (routers[ch], base + _pe_offset(co, ch, g, n), nb, first_id + ch)
             for ch, co, nb in interleave.split(offset, nbytes, g, n)

@@ -17,7 +17,7 @@ from kernbench.address.models import Copies, Cubes, Piece, TensorMap, strategy_m
 from kernbench.address.pa_model import PhysicalLayer
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg, MmuMapMsg, MmuUnmapMsg
-from kernbench.sim.dma import PhysicalRequest
+from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernbench.sim.dma import PhysicalRequest
 from kernbench.sim.engines import Stage
+from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.names import PeId
 
 SCHEMA = pa.schema(

@@ -3,7 +3,7 @@
 A DMA stage's address (PA, VA or LA) goes through the run's address front end,
 which returns physical requests ``(router node, pa, nbytes, channel)`` and any
 translation delay; each request is booked on its route and the stage ends when
-the last one completes — one SimPy timeout per DMA stage however many requests.
+the last one completes — one event per DMA stage however many requests.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from typing import Protocol
 
 from kernbench.sim.engines import Engine, Stage
 from kernbench.sim.events import LocalQueue
-from kernbench.sim.fabric import Fabric
+from kernbench.sim.fabric import Fabric, PhysicalRequest
 from kernbench.topology.names import PeId
-from kernbench.topology.routes import Route, Router
-
-PhysicalRequest = tuple[str, int, int, int]  # (router node, pa, nbytes, channel id or -1)
+from kernbench.topology.routes import MemoryRoutes, Router
 
 
 class AddressFrontEnd(Protocol):
@@ -52,22 +50,21 @@ class DmaEngine(Engine):
         self.fabric = fabric
         self.trace = trace
         self.bytes_moved = 0
-        self._routes: dict[str, Route] = {}  # router node -> route from this DMA
+        self._routes = MemoryRoutes(router, self.name)
         self._resolve = frontend.resolve
+        self._book = fabric.book
 
     def start(self, stage: Stage, now: float) -> float:
         requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
-        issue = now + delay
-        end = issue
-        routes, reserve = self._routes, self.fabric.reserve
-        for req in requests:
-            route = routes.get(req[0])
-            if route is None:
-                route = routes[req[0]] = self.router.to_memory(self.name, req[0])
-            begin, done = reserve(route, req[2], issue)
-            if done > end:
-                end = done
-            if self.trace is not None:
-                self.trace(self.pe, stage, issue, req, begin, done)
         self.bytes_moved += stage.nbytes
-        return end
+        issue = now + delay
+        trace = self.trace
+        if trace is None:
+            return self._book(requests, self._routes, issue)
+        pe = self.pe
+        return self._book(
+            requests,
+            self._routes,
+            issue,
+            lambda req, begin, done: trace(pe, stage, issue, req, begin, done),
+        )

@@ -70,3 +70,17 @@ class Router:
         links = [self.graph.links[i] for i in path]
         min_bw = min((lk.bw_gbs for lk in links), default=float("inf"))
         return Route(path, lat, min_bw, (src,) + tuple(lk.dst for lk in links))
+
+
+class MemoryRoutes(dict[str, Route]):
+    """The routes from one DMA engine to HBM routers, each computed on first use: a
+    dict, so the data plane finds one with a single subscript."""
+
+    def __init__(self, router: Router, src: str) -> None:
+        super().__init__()
+        self.router = router
+        self.src = src
+
+    def __missing__(self, hbm_router: str) -> Route:
+        route = self[hbm_router] = self.router.to_memory(self.src, hbm_router)
+        return route
