@@ -87,17 +87,12 @@ def count_simpy_events(n_pes: int, accesses: int) -> int:
     return steps
 
 
-def test_a_pe_alone_runs_its_stream_without_simpy_events():
-    """A PE whose next event always comes first runs it from its own queue: the launch
-    costs its start and end, however long the stream."""
-    assert count_simpy_events(1, 100) == count_simpy_events(1, 500) <= 3
-
-
-def test_pes_in_lockstep_pay_one_simpy_event_per_local_event():
-    """Two or more PEs interleave in time: each local event (a dispatch end, a read's
-    completion) runs once SimPy pops its PE's proxy: two per access, plus the launch."""
-    for n_pes in (2, 4):
-        assert 2 * n_pes * 500 <= count_simpy_events(n_pes, 500) <= 2 * n_pes * 500 + 2
+@pytest.mark.parametrize("n_pes", [1, 2, 4])
+def test_a_launch_costs_a_few_simpy_events_however_long_its_streams(n_pes):
+    """The PE pipelines run their events from their own queue while those come
+    first; with nothing else going on, a launch costs SimPy its start and its end,
+    whether its PEs run alone or in lockstep (1,000 local events per PE here)."""
+    assert count_simpy_events(n_pes, 100) == count_simpy_events(n_pes, 500) <= 4
 
 
 def test_replay_traces_in_batches_and_matches_greenlet(monkeypatch):

@@ -9,7 +9,6 @@ the PE runs ahead), and it otherwise waits only when PE_SCHEDULER's queue is ful
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -48,8 +47,7 @@ class PeCpu:
         self.oplog = oplog
         self.busy_ns = 0.0
         self.dispatch_cycles = 0.0
-        self.dispatch_cycles_by_kind: Counter[str] = Counter()
-        self.commands_by_kind: Counter[str] = Counter()
+        self.commands = 0  # commands paid for
         self._source: CommandSource | None = None
         self._pending: PeCommand | None = None  # fetched and paid for, not yet pushed
         self._on_finish: Callable[[], None] | None = None
@@ -61,7 +59,7 @@ class PeCpu:
         self.events.enter()
         self._clock = self.events.now
         self._step()
-        self.events.park()  # other PEs start after us: not a point to run ahead from
+        self.events.park()  # the queue runs on once SimPy pops it: every PE has started
 
     def _dispatched(self, _arg: Any) -> None:
         """A dispatch end (a local event): push the command paid for, go on."""
@@ -72,7 +70,12 @@ class PeCpu:
         """Go through the stream at ``_clock`` until the CPU must wait: for a dispatch
         end, a free queue slot, or the queue to drain."""
         assert self._source is not None
-        sched, events, fetch = self.scheduler, self.events, self._source.next
+        sched, events, fetch, price = (
+            self.scheduler,
+            self.events,
+            self._source.next,
+            self.cost.price,
+        )
         while True:
             cmd = self._pending
             if cmd is None:
@@ -80,7 +83,13 @@ class PeCpu:
                 if cmd is None:
                     self._drain()
                     return
-                ns = self._pay(cmd)
+                # Pay for it: the one place dispatch cost is accounted.
+                cycles, ns = price(cmd)
+                self.dispatch_cycles += cycles
+                self.busy_ns += ns
+                self.commands += 1
+                if self.oplog is not None:
+                    self.oplog.add(self._clock, self.pe_index, "dispatch", -1, type(cmd).__name__)
                 if ns > 0:
                     at = self._clock + ns
                     if not events.run_inline(at, self._dispatched, None):
@@ -99,18 +108,6 @@ class PeCpu:
         """Woken by a retirement, inside one of this PE's events."""
         self._clock = now
         self._step()
-
-    def _pay(self, cmd: PeCommand) -> float:
-        """Account the dispatch cycles of ``cmd``; return the CPU time in ns."""
-        kind = type(cmd).__name__
-        cycles, ns = self.cost.price(cmd)
-        self.dispatch_cycles += cycles
-        self.dispatch_cycles_by_kind[kind] += cycles
-        self.commands_by_kind[kind] += 1
-        self.busy_ns += ns
-        if self.oplog is not None:
-            self.oplog.add(self._clock, self.pe_index, "dispatch", -1, kind)
-        return ns
 
     def _drain(self) -> None:
         """The kernel returned: finish now if the queue is empty, else when it drains."""

@@ -1,18 +1,18 @@
-"""SimPy's environment, and the PE's own event queue that runs ahead of it exactly.
+"""SimPy's environment, and the PE pipelines' own event queue that runs ahead of it exactly.
 
 SimPy pops events in the order of their key ``(time, priority, eid)``, where ``eid``
-counts up as events are scheduled. A PE's pipeline (its CPU's dispatch ends, its
-engines' stage ends) schedules its events on a :class:`LocalQueue` instead: each
-event takes its eid from SimPy's counter at the moment SimPy would have scheduled
-it, so its key is the one it would have had, but it is pushed on the PE's own heap.
+counts up as events are scheduled. The PE pipelines (every CPU's dispatch ends and
+every engine's stage ends) schedule their events on one :class:`LocalQueue` instead:
+each event takes its eid from SimPy's counter at the moment SimPy would have
+scheduled it, so its key is the one it would have had, but it goes on a plain heap.
 
-The PE runs its next event at once whenever that key is smaller than every key in
+The queue runs its next event at once whenever that key is smaller than every key in
 SimPy's queue: SimPy would pop it next, nothing else can happen before it, so the
-outcome and the order of everything are those of plain SimPy events. When another
-event comes first the PE *parks*: one triggered event (:class:`Fired`) goes into
-SimPy's queue under its next local key, and the PE runs on when SimPy pops it. A PE
-that is alone, or ahead of the others, so runs a whole stream of commands without a
-single SimPy event; PEs in lockstep pay one event per local event, as before.
+outcome and the order of everything are those of plain SimPy events. When a SimPy
+event comes first (the control plane, the end of a launch) the queue *parks*: one
+triggered event (:class:`Fired`) goes into SimPy's queue under its next local key,
+and it runs on when SimPy pops that. A kernel launch on any number of PEs so runs
+without a SimPy event per command or per access.
 
 It touches SimPy's private ``_queue`` and ``_eid`` (stable across SimPy 4); nothing
 else in kernbench does.
@@ -54,11 +54,11 @@ class SimEnv(simpy.Environment):
 
 
 class LocalQueue:
-    """One PE's events: ``(time, eid, callback, argument)``, run in key order, ahead of
+    """The PEs' events: ``(time, eid, callback, argument)``, run in key order, ahead of
     SimPy's clock while they come first. ``now`` and ``eid`` are the key of the event
-    being run (or SimPy's time when the PE is started from outside its queue)."""
+    being run (or SimPy's time when a PE is started from outside the queue)."""
 
-    __slots__ = ("env", "heap", "now", "eid", "_queue", "_counter", "_parked", "_wake", "_inside")
+    __slots__ = ("env", "heap", "now", "eid", "_queue", "_counter", "_proxy", "_inside")
 
     def __init__(self, env: SimEnv) -> None:
         self.env = env
@@ -67,9 +67,8 @@ class LocalQueue:
         self.eid = -1
         self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
         self._counter = env._eid  # type: ignore[attr-defined]
-        self._parked = False
-        self._wake = (self._on_wake,)
-        self._inside = False  # running the queue: other PEs' next events are in SimPy's
+        self._proxy: tuple[float, int, Fired] | None = None  # the earliest one parked
+        self._inside = False  # running the queue (not starting a PE from outside)
 
     def schedule(self, at: float, callback: Callback, arg: Any) -> None:
         """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
@@ -89,8 +88,9 @@ class LocalQueue:
         return True
 
     def enter(self) -> None:
-        """Start work from outside the queue (a launch), at SimPy's time. Until the PE
-        parks, other PEs may not have scheduled their first events: nothing runs ahead."""
+        """Start a PE from outside the queue (a launch), at SimPy's time. Until the
+        queue runs, the other PEs of the launch may not have scheduled their first
+        events: nothing runs ahead."""
         self.now, self.eid = self.env.now, -1
 
     def run(self) -> None:
@@ -112,13 +112,19 @@ class LocalQueue:
         self.park()
 
     def park(self) -> None:
-        """Hand the next local event to SimPy, under its own key (once: the heap does not
-        change while the PE is parked)."""
-        if self.heap and not self._parked:
-            at, eid = self.heap[0][:2]
-            self._parked = True
-            heappush(self._queue, (at, NORMAL, eid, Fired(self.env, None, self._wake)))
+        """Hand the next local event to SimPy under its own key, unless an earlier one
+        is parked already (a later one that is still there wakes the queue for
+        nothing: it finds no event due and parks again)."""
+        if not self.heap:
+            return
+        at, eid = self.heap[0][:2]
+        proxy = self._proxy
+        if proxy is None or (at, eid) < proxy[:2]:
+            event = Fired(self.env, None, (self._on_wake,))
+            self._proxy = (at, eid, event)
+            heappush(self._queue, (at, NORMAL, eid, event))
 
-    def _on_wake(self, _ev: Any) -> None:
-        self._parked = False
+    def _on_wake(self, event: Fired) -> None:
+        if self._proxy is not None and self._proxy[2] is event:
+            self._proxy = None
         self.run()

@@ -31,14 +31,14 @@ from kernbench.topology.routes import Router
 
 
 class PeUnit:
-    """The components of one PE (ADR-0014): CPU -> scheduler -> DMA, GEMM, MATH, all
-    running on the PE's own event queue."""
+    """The components of one PE (ADR-0014): CPU -> scheduler -> DMA, GEMM, MATH, whose
+    events go on the system's :class:`~kernbench.sim.events.LocalQueue`."""
 
     def __init__(self, system: System, pe: PeId) -> None:
         topo = system.cfg.topology
         pc = topo.pe
         self.id = pe
-        self.events = LocalQueue(system.env)
+        self.events = system.events
         self.scheduler = PeScheduler(
             pe.index,
             pc.scheduler_queue_depth,
@@ -114,6 +114,7 @@ class System:
         self.control = ControlPlane(self.env, self.graph, endpoint) if endpoint else None
         self.running = False
         self.observer: RunObserver | None = None
+        self.events = LocalQueue(self.env)  # every PE pipeline's events
         self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
 
     def run_until(self, event: simpy.Event) -> None:

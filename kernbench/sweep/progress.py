@@ -98,7 +98,7 @@ class RunBar:
 
 def dispatched_commands(system: System) -> int:
     """Commands every PE CPU of ``system`` has dispatched so far."""
-    return sum(sum(pe.cpu.commands_by_kind.values()) for pe in system.pes)
+    return sum(pe.cpu.commands for pe in system.pes)
 
 
 def _is_terminal(file: IO[str]) -> bool:
