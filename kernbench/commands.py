@@ -36,15 +36,14 @@ class Tile:
     id: int
     shape: tuple[int, ...]
     dtype_bytes: int = 2
-    # Derived once (every tl.load/store reads it): not compared, not an argument.
+    # Derived once (every tl op and every compute stage reads them): not compared,
+    # not arguments.
+    elements: int = field(init=False, repr=False, compare=False)
     nbytes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "elements", math.prod(self.shape))
         object.__setattr__(self, "nbytes", self.elements * self.dtype_bytes)
-
-    @property
-    def elements(self) -> int:
-        return math.prod(self.shape)
 
 
 @dataclass(frozen=True, slots=True)

@@ -229,25 +229,26 @@ class PeScheduler:
             return Stage(self.engines["math"], job, cmd.elements * self.math_ns_per_elem)  # type: ignore[union-attr]
         raise TypeError(f"PE_SCHEDULER cannot run {kind.__name__}")
 
-    def _op_stage(self, op: OpSpec, job: Job, tiles: int) -> Stage:
+    def _op_work(self, op: OpSpec, tiles: int) -> tuple[Engine, float]:
+        """The engine of one of a composite's ops, and its duration on one tile."""
         if op.kind == "gemm":
             x = op.extra
             flops = 2 * int(x["m"]) * int(x["n"]) * int(x["k"])
-            ns = flops * self.gemm_ns_per_flop / tiles
-            return Stage(self.engines["gemm"], job, duration_ns=ns)
+            return self.engines["gemm"], flops * self.gemm_ns_per_flop / tiles
         ns = max(h.elements for h in op.handles) * self.math_ns_per_elem / tiles
-        return Stage(self.engines["math"], job, duration_ns=ns)
+        return self.engines["math"], ns
 
     def _expand_composite(self, cmd: CompositeCmd, job: Job) -> list[Stage]:
         """Per tile: DMA reads -> ops in order -> DMA writes, over B staging buffers."""
         n, b = cmd.tiles, self.buffers
         ins, outs = _memory_operands(cmd)
+        work = [self._op_work(op, n) for op in cmd.ops]  # the same on every tile
         reads, ops, writes = [], [], []
         for t in range(n):
             r = [self._chunk_stage(m, READ, n, t, job) for m in ins]
             chain: list[Stage] = []
-            for op in cmd.ops:
-                st = self._op_stage(op, job, n)
+            for engine, ns in work:
+                st = Stage(engine, job, duration_ns=ns)
                 for p in chain[-1:] or r:
                     st.after(p)
                 chain.append(st)
