@@ -7,6 +7,7 @@ import dataclasses
 import pyarrow.parquet as pq
 
 from kernbench import simulate
+from kernbench.results.trace import TraceWriter
 from tests.address_support import model_cfg
 
 
@@ -44,3 +45,24 @@ def test_no_trace_file_without_the_trace_switch(tmp_path):
     cfg = model_cfg("pa", access_bytes=4096, bytes_per_pe=16384, active_pes=1)
     simulate.run(cfg, tmp_path / "trace.parquet")
     assert not (tmp_path / "trace.parquet").exists()
+
+
+def test_trace_rows_stream_to_parquet_in_batches(tmp_path, monkeypatch):
+    """Rows leave memory a batch at a time: 100 accesses under 1:1 are 800 requests,
+    written as 800 / 64 = 12.5 -> 13 row groups while the run goes on."""
+    flushed: list[int] = []
+    flush = TraceWriter._flush
+
+    def spy(self: TraceWriter) -> None:
+        flushed.append(len(self._cols["pe"]))
+        flush(self)
+
+    monkeypatch.setattr(TraceWriter, "_flush", spy)
+    monkeypatch.setattr(TraceWriter, "batch_rows", 64)
+    _, rows = _traced(
+        tmp_path, "pa", True, access_bytes=2048, bytes_per_pe=2048 * 100, active_pes=1
+    )
+    assert len(rows) == 800
+    meta = pq.ParquetFile(tmp_path / "trace.parquet").metadata
+    assert (meta.num_rows, meta.num_row_groups) == (800, 13)
+    assert flushed == [64] * 12 + [32]  # never more than one batch held

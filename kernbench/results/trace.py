@@ -44,10 +44,11 @@ SCHEMA = pa.schema(
 class TraceWriter:
     """A :data:`kernbench.sim.dma.TraceSink` that streams rows to a Parquet file."""
 
-    def __init__(self, path: Path, address_model: str, batch_rows: int = 65536) -> None:
+    batch_rows = 65536  # rows held in memory before they are written (one row group)
+
+    def __init__(self, path: Path, address_model: str) -> None:
         self.path = Path(path)
         self.model = address_model
-        self.batch_rows = batch_rows
         self.rows = 0
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         self._writer = pq.ParquetWriter(self._tmp, SCHEMA)
