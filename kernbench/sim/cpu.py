@@ -1,10 +1,11 @@
 """PE_CPU: runs a kernel's command stream, paying dispatch cost before each push.
 
 The CPU is a small callback-driven state machine rather than a SimPy process. It has
-its own clock: paying for a command schedules its dispatch end on the PE's
-:class:`~kernbench.sim.events.LocalQueue` (an event that costs no SimPy event while
-the PE runs ahead), and it otherwise waits only when PE_SCHEDULER's queue is full
-(back-pressure) or, at the end, for the queue to drain. It runs ahead of the engines.
+its own clock: paying for a command schedules its dispatch end on the pipelines'
+:class:`~kernbench.sim.events.LocalQueue` (no SimPy event), or goes straight on when
+that end would be the very next event; it otherwise waits only when PE_SCHEDULER's
+queue is full (back-pressure) or, at the end, for the queue to drain. It runs ahead
+of the engines.
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 An engine issues the stage at the head of its FIFO once every stage it depends on
 has finished and it has a free slot (one for GEMM and MATH; ``dma_max_outstanding``
 for DMA). Issuing computes the stage's end time arithmetically and schedules one
-event for it on the PE's :class:`~kernbench.sim.events.LocalQueue`; nothing else in
-the PE pipeline schedules events. Engine time never includes dispatch cost
-(ADR-0064 D5).
+event for it on the pipelines' :class:`~kernbench.sim.events.LocalQueue`; besides
+PE_CPU's dispatch ends, nothing else in a PE schedules events. Engine time never
+includes dispatch cost (ADR-0064 D5).
 
-``pump(now)`` takes the time explicitly: the PE runs its own events ahead of SimPy's
-clock (:mod:`kernbench.sim.events`), so ``env.now`` is not the time of a stage.
+``pump(now)`` takes the time explicitly: the pipelines run their events ahead of
+SimPy's clock (:mod:`kernbench.sim.events`), so ``env.now`` is not a stage's time.
 """
 
 from __future__ import annotations

@@ -167,10 +167,9 @@ class PeScheduler:
 
     # -- dependences -------------------------------------------------------------
     def _hazards(self, cmd: PeCommand, job: Job) -> list[Job]:
-        """Unretired jobs ``job`` must wait for (each once); record its accesses.
-
-        RAW and WAW: the last writer of any tile it reads or writes; WAR: the readers
-        of a tile it writes; and the last DMA of a tile it moves by DMA."""
+        """Unretired jobs a compute or composite ``job`` must wait for (each once);
+        record its accesses. RAW and WAW: the last writer of any tile it reads or
+        writes; WAR: the readers of a tile it writes (DMA commands: ``_dma_hazards``)."""
         reads, writes = _tile_access(cmd)
         found: list[Job] = []
         for t in (*reads, *writes):
