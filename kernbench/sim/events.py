@@ -28,6 +28,7 @@ import simpy
 from simpy.events import NORMAL
 
 Callback = Callable[[Any], None]
+NEVER = 1 << 62  # a report interval no run reaches
 
 
 class Fired(simpy.Event):
@@ -58,7 +59,19 @@ class LocalQueue:
     SimPy's clock while they come first. ``now`` and ``eid`` are the key of the event
     being run (or SimPy's time when a PE is started from outside the queue)."""
 
-    __slots__ = ("env", "heap", "now", "eid", "_queue", "_counter", "_proxy", "_inside")
+    __slots__ = (
+        "env",
+        "heap",
+        "now",
+        "eid",
+        "_queue",
+        "_counter",
+        "_proxy",
+        "_inside",
+        "_report",
+        "_every",
+        "_left",
+    )
 
     def __init__(self, env: SimEnv) -> None:
         self.env = env
@@ -69,6 +82,13 @@ class LocalQueue:
         self._counter = env._eid  # type: ignore[attr-defined]
         self._proxy: tuple[float, int, Fired] | None = None  # the earliest one parked
         self._inside = False  # running the queue (not starting a PE from outside)
+        self._report: Callable[[], None] | None = None
+        self._every = self._left = NEVER
+
+    def set_report(self, report: Callable[[], None] | None, every: int = NEVER) -> None:
+        """Call ``report`` after every ``every`` local events from now on (None: stop).
+        A progress bar: it must only read."""
+        self._report, self._every, self._left = report, every, every
 
     def schedule(self, at: float, callback: Callback, arg: Any) -> None:
         """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
@@ -97,6 +117,7 @@ class LocalQueue:
         """Run local events while SimPy would pop them next; then park."""
         heap, queue = self.heap, self._queue
         self._inside = True
+        left = self._left
         while heap:
             entry = heap[0]
             at = entry[0]
@@ -108,6 +129,12 @@ class LocalQueue:
             heappop(heap)
             self.now, self.eid = at, entry[1]
             entry[2](entry[3])
+            left -= 1
+            if not left:
+                left = self._every
+                if self._report is not None:
+                    self._report()
+        self._left = left
         self._inside = False
         self.park()
 

@@ -78,7 +78,7 @@ class RunObserver(Protocol):
     def advanced(self, system: System) -> None: ...
 
 
-# Events between two RunObserver.advanced calls.
+# PE pipeline events between two RunObserver.advanced calls.
 OBSERVE_EVERY_EVENTS = 4096
 
 
@@ -132,21 +132,20 @@ class System:
             self.running = False
 
     def _run_observed(self, event: simpy.Event, observer: RunObserver) -> None:
-        """``env.run(until=event)`` stepped by hand, telling ``observer`` every
-        :data:`OBSERVE_EVERY_EVENTS` events: it stops right after ``event`` is processed,
-        as ``env.run`` does, so simulated times are the same."""
-        step = self.env.step
+        """``env.run(until=event)``, telling ``observer`` every
+        :data:`OBSERVE_EVERY_EVENTS` events of the PE pipelines (where a launch's time
+        goes); the observer only reads, so simulated times are the same."""
+        self.events.set_report(lambda: observer.advanced(self), OBSERVE_EVERY_EVENTS)
         try:
-            while event.callbacks is not None:
-                for _ in range(OBSERVE_EVERY_EVENTS):
-                    step()
-                    if event.callbacks is None:
-                        break
-                observer.advanced(self)
-        except simpy.core.EmptySchedule:
-            raise RuntimeError(
-                f'No scheduled events left but "until" event was not triggered: {event}'
-            ) from None
+            self.env.run(until=event)
+        finally:
+            self.events.set_report(None)
+        observer.advanced(self)
+
+    @property
+    def now(self) -> float:
+        """Simulated time: SimPy's, or the PE pipelines' while they run ahead of it."""
+        return max(self.env.now, self.events.now)
 
     def run_programs(self, sources: list[tuple[PeId, CommandSource]]) -> dict[int, float]:
         """Start one command stream per PE now; run until all finish; return end times."""

@@ -92,7 +92,7 @@ class RunBar:
         if self.bar is None:
             return
         done = dispatched_commands(system)
-        self.bar.set_postfix_str(f"sim {system.env.now:.6g} ns", refresh=False)
+        self.bar.set_postfix_str(f"sim {system.now:.6g} ns", refresh=False)
         self.bar.update(done - self.bar.n)
 
 
