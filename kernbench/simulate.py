@@ -50,7 +50,7 @@ def run(
     to that Parquet file (:mod:`kernbench.results.trace`); it appears only on success.
     ``observer`` watches the kernel launches (a progress bar); it changes no result.
     With ``sim.measure_speed`` the timings also hold the run's speed against SimPy's
-    bare event rate, measured just before and just after (:mod:`kernbench.sim.speed`).
+    bare event rate, measured just before (:mod:`kernbench.sim.speed`).
     """
     cfg = validate(cfg)
     workload = WORKLOADS.get(cfg.workload.name)
@@ -76,7 +76,5 @@ def run(
     timings = {"sim_wall_s": sim_wall_s}
     if cfg.sim.measure_speed:
         accesses = sum(pe.dma.stages_done for pe in system.pes)
-        # Load changes during a long run: the mean of the rates on either side of it.
-        bare = (bare + bare_timeout_rate()) / 2
         timings |= speed_timings(accesses, sim_wall_s, bare)
     return RunResult(metrics, oplog, timings)

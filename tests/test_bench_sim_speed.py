@@ -1,7 +1,7 @@
 """Benchmark: simulated DMA accesses per wall second against SimPy's bare event rate.
 
 Not a timed test: it records ratios measured within one process (``sim.measure_speed``:
-SimPy's bare ``yield env.timeout(1)`` rate around each run), so a loaded machine
+SimPy's bare ``yield env.timeout(1)`` rate just before each run), so a loaded machine
 moves both numbers together. It asserts what must hold on any machine — cost per
 access flat in the amount of work, peak memory bounded — and prints the speed ratios
 beside the issue's targets. Run with

@@ -203,7 +203,7 @@ class SimConfig:
     oplog: bool = False
     trace: bool = False
     # Measure simulator speed (wall-clock, so never a metric): SimPy's bare timeout
-    # rate around the run, then accesses per second and their ratio (timings).
+    # rate just before the run, then accesses per second and their ratio (timings).
     measure_speed: bool = False
 
 

@@ -2,9 +2,8 @@
 
 SimPy's limit is its bare event rate: a process looping on ``yield env.timeout(1)``.
 A run's speed is the DMA accesses (DMA stages: one per stream access) it simulated
-per wall second; dividing by the bare rate measured in the same process (the mean of
-a measurement just before the run and one just after) gives a ratio that a loaded
-machine moves far less than either figure. These are
+per wall second; dividing by the bare rate measured in the same process just before
+gives a ratio that a loaded machine moves far less than either figure. These are
 wall-clock figures: they go to a run's ``timings``, never to its metrics.
 """
 
