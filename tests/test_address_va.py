@@ -44,13 +44,13 @@ def test_mmu_map_and_unmap_traverse_the_fabric_with_their_measured_latency():
     assert system.env.now == ONE_MESSAGE_NS
     # every MMU of both cubes received it (sharded: broadcast to every cube)
     assert all(system.control.pe_end[pe.index].handled == 1 for pe in system.graph.pes)
-    assert len(system.address.mmus[15].pages) == (1 << 20) // KIB4
+    assert system.address.mmus[15].mapped_pages == (1 << 20) // KIB4
     del src
     gc.collect()
     unmap = system.control.log[-1]
     assert isinstance(unmap, MmuUnmapMsg) and unmap.latency_ns == ONE_MESSAGE_NS
     assert system.env.now == 2 * ONE_MESSAGE_NS
-    assert all(not mmu.pages for mmu in system.address.mmus.values())
+    assert all(not mmu.mapped_pages for mmu in system.address.mmus.values())
     assert system.address.va.space.free_blocks == [(VA_BASE, system.address.va.space.size)]
 
 
@@ -102,7 +102,7 @@ def test_scope_exit_unmaps_and_returns_va_and_pa_space():
         assert system.memory[0].hbm.free_bytes < hbm_free
     kinds = [m.kind for m in system.control.log]
     assert kinds == ["MmuMapMsg", "MmuMapMsg", "MmuUnmapMsg", "MmuUnmapMsg"]
-    assert all(not mmu.pages for mmu in system.address.mmus.values())
+    assert all(not mmu.mapped_pages for mmu in system.address.mmus.values())
     assert system.memory[0].hbm.free_bytes == hbm_free
     assert len(system.address.va.space.free_blocks) == 1
     assert all(t.freed for t in kept)
@@ -130,6 +130,8 @@ def test_mmu_split_at_page_boundaries_and_alignment_is_checked():
     assert mmu.translate_range(0x10000 + 100, 5000) == [(0x800000 + 100, 3996), (0x801000, 1004)]
     with pytest.raises(AddressFault, match="not aligned to the page size 4096"):
         mmu.map(0x10000 + 8, 0x800000, 4096)
+    with pytest.raises(AddressFault, match=r"m: map 0x11000\+8192 overlaps a mapped page"):
+        mmu.map(0x11000, 0x900000, 2 * 4096)
 
 
 def test_va_space_exhaustion_names_the_space_and_its_capacity():

@@ -102,3 +102,28 @@ def test_va_translate_through_the_runtime_returns_the_pas_the_pe_allocator_gave(
     for got, nb in pieces:  # one shard is one contiguous HBM allocation
         assert got == pa
         pa += nb
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    maps=st.lists(st.tuples(st.integers(1, 6), st.integers(0, 1 << 10)), min_size=1, max_size=6),
+    cut=st.tuples(st.integers(0, 40), st.integers(0, 12)),
+    data=st.data(),
+)
+def test_mmu_runs_translate_like_a_page_by_page_table(maps, cut, data):
+    """Runs of pages, mapped back to back and then partly unmapped, translate every
+    byte exactly as a table holding one entry per page would."""
+    mmu, table, page = PeMMU("m", 4096, 2.0), {}, 0
+    for npages, ppn in maps:  # VA pages [page, page+npages) -> PA pages from ppn
+        mmu.map(LA_BASE + page * 4096, ppn * 4096, npages * 4096)
+        table |= {page + k: (ppn + k) * 4096 for k in range(npages)}
+        page += npages
+    first, count = cut
+    mmu.unmap(LA_BASE + first * 4096, count * 4096)
+    for k in range(first, first + count):
+        table.pop(k, None)
+    assert mmu.mapped_pages == len(table)
+    for _ in range(20):
+        va = data.draw(st.integers(0, (page + 2) * 4096 - 1))
+        want = table.get(va // 4096)
+        assert mmu.translate(LA_BASE + va) == (None if want is None else want + va % 4096)

@@ -2,8 +2,10 @@
 
 - :class:`VirtualAllocator`: the device-wide VA space, page-aligned, a free list with
   coalescing (D-VA5).
-- :class:`PeMMU`: a page dict per PE, O(1) translate; an access crossing a page
-  boundary is split at it and each translated piece costs ``tlb_overhead_ns`` (D-VA2).
+- :class:`PeMMU`: a page table per PE, held as runs of contiguous pages (one entry
+  per mapping, so a 2 GiB tensor is one entry, not 500,000 pages), found by bisect;
+  an access crossing a page boundary is split at it and each translated piece costs
+  ``tlb_overhead_ns`` (D-VA2).
 - :class:`VaModel`: the policy PE_DMA and the runtime use. A VA with no mapping is
   treated as a PA (the PageFault fallback, D-PA1); it then costs no TLB time, so
   PA-only kernels behave exactly as under the PA model.
@@ -11,6 +13,8 @@ Mappings change only when an ``MmuMapMsg`` / ``MmuUnmapMsg`` lands (control plan
 """
 
 from __future__ import annotations
+
+import bisect
 
 from kernbench.address.allocator import FreeListAllocator
 from kernbench.address.models import Copies, Cubes, Piece, TensorMap, strategy_messages
@@ -40,7 +44,8 @@ class VirtualAllocator:
 
 
 class PeMMU:
-    """One PE's page table: VA page number -> PA of the page's first byte."""
+    """One PE's page table: runs ``(first VA page, end page, PA of the first page)``,
+    sorted and never overlapping; a page maps to its run's PA plus its offset in it."""
 
     def __init__(self, name: str, page_size: int, tlb_overhead_ns: float) -> None:
         self.name = name
@@ -48,48 +53,81 @@ class PeMMU:
         self.shift = page_size.bit_length() - 1
         self.mask = page_size - 1
         self.tlb_overhead_ns = tlb_overhead_ns
-        self.pages: dict[int, int] = {}
+        self._starts: list[int] = []  # first VA page of each run, for bisect
+        self._runs: list[tuple[int, int, int]] = []
+        self._last: tuple[int, int, int] = (0, 0, 0)  # the run found last (empty at first)
+
+    @property
+    def mapped_pages(self) -> int:
+        return sum(end - start for start, end, _ in self._runs)
 
     def map(self, va: int, pa: int, nbytes: int) -> None:
-        """Map ``[va, va+nbytes)`` onto ``[pa, pa+nbytes)``; all page-aligned."""
+        """Map ``[va, va+nbytes)`` onto ``[pa, pa+nbytes)``; all page-aligned, over no
+        page already mapped."""
         if (va | pa | nbytes) & self.mask:
             raise AddressFault(
                 f"{self.name}: map {va:#x} -> {pa:#x} of {nbytes} bytes is not aligned "
                 f"to the page size {self.page_size}"
             )
-        vpn, shift = va >> self.shift, self.shift
-        for k in range(nbytes >> shift):
-            self.pages[vpn + k] = pa + (k << shift)
+        start, end = va >> self.shift, (va + nbytes) >> self.shift
+        i = bisect.bisect_left(self._starts, start)
+        if (i > 0 and self._runs[i - 1][1] > start) or (
+            i < len(self._runs) and self._runs[i][0] < end
+        ):
+            raise AddressFault(f"{self.name}: map {va:#x}+{nbytes} overlaps a mapped page")
+        self._starts.insert(i, start)
+        self._runs.insert(i, (start, end, pa))
 
     def unmap(self, va: int, nbytes: int) -> None:
-        vpn = va >> self.shift
-        for k in range(nbytes >> self.shift):
-            self.pages.pop(vpn + k, None)
+        """Unmap every mapped page of ``[va, va+nbytes)`` (page-aligned)."""
+        lo, hi, shift = va >> self.shift, (va + nbytes) >> self.shift, self.shift
+        kept: list[tuple[int, int, int]] = []
+        for start, end, pa in self._runs:
+            if end <= lo or start >= hi:
+                kept.append((start, end, pa))
+                continue
+            if start < lo:
+                kept.append((start, lo, pa))
+            if end > hi:
+                kept.append((hi, end, pa + ((hi - start) << shift)))
+        self._runs = kept
+        self._starts = [start for start, _, _ in kept]
+        self._last = (0, 0, 0)
+
+    def _run(self, page: int) -> tuple[int, int, int] | None:
+        run = self._last
+        if run[0] <= page < run[1]:
+            return run
+        i = bisect.bisect_right(self._starts, page) - 1
+        if i < 0 or page >= self._runs[i][1]:
+            return None
+        self._last = run = self._runs[i]
+        return run
 
     def translate(self, va: int) -> int | None:
-        """The PA of one VA byte, or None on a page fault. O(1)."""
-        page = self.pages.get(va >> self.shift)
-        return None if page is None else page | (va & self.mask)
+        """The PA of one VA byte, or None on a page fault. O(log runs)."""
+        run = self._run(va >> self.shift)
+        return None if run is None else run[2] + va - (run[0] << self.shift)
 
     def translate_range(self, va: int, nbytes: int) -> list[tuple[int, int]] | None:
         """``(pa, nbytes)`` per page touched; None if the first page is unmapped.
 
         A range that starts mapped and runs into an unmapped page is a fault: it
         ran past the end of its tensor."""
-        pages, shift, mask = self.pages, self.shift, self.mask
-        if (va >> shift) not in pages:
+        if self.translate(va) is None:
             return None
+        mask = self.mask
         pieces = []
         end = va + nbytes
         while va < end:
-            page = pages.get(va >> shift)
-            if page is None:
+            pa = self.translate(va)
+            if pa is None:
                 raise AddressFault(
                     f"{self.name}: VA {va:#x} is not mapped (access ends at {end:#x}; "
                     "it runs past the end of its tensor's VA range)"
                 )
             n = min(end, (va | mask) + 1) - va
-            pieces.append((page | (va & mask), n))
+            pieces.append((pa, n))
             va += n
         return pieces
 
@@ -109,6 +147,10 @@ class VaModel:
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]
+        if (addr & mmu.mask) + nbytes <= mmu.page_size:  # inside one page: the usual case
+            pa = mmu.translate(addr)
+            if pa is not None:
+                return self.physical.resolve(pa, nbytes), mmu.tlb_overhead_ns
         pieces = mmu.translate_range(addr, nbytes)
         if pieces is None:
             return self._page_fault(pe, addr, nbytes), 0.0
