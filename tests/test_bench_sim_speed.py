@@ -96,6 +96,16 @@ def test_cost_per_access_is_flat_from_1e4_to_1e6_and_memory_is_bounded():
     assert big["max_rss_mb"] < PEAK_MB
 
 
+@pytest.mark.benchmark
+@pytest.mark.parametrize("label", ["n:1 va", "n:1 la", "1:1 la"])
+def test_memory_of_a_1e6_access_run_is_bounded_under_every_address_model(label):
+    """What an address model holds per mapped byte (a VA page table, BAAW segments)
+    must not grow with the tensor: 10^6 accesses of 2 KiB map 2 GB."""
+    big = measure_in_subprocess(label, 10**6)
+    print(f"\n{label}: peak RSS of the 10^6-access run {big['max_rss_mb']:.0f} MB")
+    assert big["max_rss_mb"] < PEAK_MB
+
+
 def measure_in_subprocess(label: str, accesses: int) -> dict[str, float]:
     code = (
         "import json, resource\n"
