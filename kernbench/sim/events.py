@@ -118,24 +118,26 @@ class LocalQueue:
         heap, queue = self.heap, self._queue
         self._inside = True
         left = self._left
-        while heap:
-            entry = heap[0]
-            at = entry[0]
-            if queue:
-                head = queue[0]
-                # (at, NORMAL, eid) < head, with the float compared first (the usual case)
-                if at > head[0] or (at == head[0] and (NORMAL, entry[1]) > head[1:3]):
-                    break
-            heappop(heap)
-            self.now, self.eid = at, entry[1]
-            entry[2](entry[3])
-            left -= 1
-            if not left:
-                left = self._every
-                if self._report is not None:
-                    self._report()
-        self._left = left
-        self._inside = False
+        try:
+            while heap:
+                entry = heap[0]
+                at = entry[0]
+                if queue:
+                    head = queue[0]
+                    # (at, NORMAL, eid) < head, the float compared first (the usual case)
+                    if at > head[0] or (at == head[0] and (NORMAL, entry[1]) > head[1:3]):
+                        break
+                heappop(heap)
+                self.now, self.eid = at, entry[1]
+                entry[2](entry[3])
+                left -= 1
+                if not left:
+                    left = self._every
+                    if self._report is not None:
+                        self._report()
+        finally:
+            self._left = left
+            self._inside = False
         self.park()
 
     def park(self) -> None:
