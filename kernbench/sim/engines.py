@@ -84,9 +84,6 @@ class Engine:
         self._busy_since = 0.0
         self.stages_done = 0
 
-    def enqueue(self, stage: Stage) -> None:
-        self.fifo.append(stage)
-
     def pump(self, now: float) -> None:
         """Issue head stages at ``now`` while they are ready and a slot is free."""
         fifo = self.fifo

@@ -139,7 +139,7 @@ class PeScheduler:
                 for b in blockers:
                     st.deps_left += 1
                     b.waiters.append(st)
-            st.engine.enqueue(st)
+            st.engine.fifo.append(st)
         if self.oplog is not None:
             self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
         for eng in self.engines.values():
