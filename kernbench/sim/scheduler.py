@@ -87,16 +87,12 @@ class PeScheduler:
         self.dma = engines["dma"]
 
     @property
-    def full(self) -> bool:
-        return self.in_flight >= self.depth
-
-    @property
     def idle(self) -> bool:
         return self.in_flight == 0
 
     def submit(self, cmd: PeCommand, now: float) -> Job:
-        """Accept a command at ``now`` (the caller checked ``full``) and start what is
-        ready."""
+        """Accept a command at ``now`` (the caller checked that ``in_flight < depth``)
+        and start what is ready."""
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
