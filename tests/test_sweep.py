@@ -97,7 +97,11 @@ def test_small_sweep_merges_every_point(tmp_path):
 def test_one_impossible_point_keeps_the_good_one(tmp_path):
     # 16 pseudo-channels cannot be split over 3 PEs per cube; 2 is fine.
     proc, sweep = run_sweep(
-        tmp_path, *SMALL, "workload.bytes_per_pe=4096", "topology.pes_per_cube=2,3"
+        tmp_path,
+        *SMALL,
+        "workload.bytes_per_pe=4096",
+        "workload.access_bytes=4096",
+        "topology.pes_per_cube=2,3",
     )
     assert proc.returncode == 1
     assert "1 of 2 sweep points failed" in proc.stderr
@@ -130,7 +134,7 @@ def test_merge_gives_a_silent_job_an_error_row(tmp_path):
 
 
 def test_single_run_has_no_sweep_identity(run_app):
-    run = run_app(*SMALL, "workload.bytes_per_pe=4096")
+    run = run_app(*SMALL, "workload.bytes_per_pe=4096", "workload.access_bytes=4096")
     assert run.returncode == 0, run.stderr
     [row] = run.rows()
     assert (row["sweep_id"], row["job_num"]) == (None, None)

@@ -192,7 +192,11 @@ class VaModel:
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]
         run = mmu.run_of(addr)  # inside one page and its valid bytes: the usual case
-        if run is not None and (addr & mmu.mask) + nbytes <= mmu.page_size and addr + nbytes <= run[3]:
+        if (
+            run is not None
+            and (addr & mmu.mask) + nbytes <= mmu.page_size
+            and addr + nbytes <= run[3]
+        ):
             pa = run[2] + addr - (run[0] << mmu.shift)
             return self.physical.resolve(pa, nbytes), mmu.tlb_overhead_ns
         pieces = mmu.translate_range(addr, nbytes)
