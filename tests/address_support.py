@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from kernbench import tl
-from kernbench.config.schema import AddressConfig, AddressModel
 from kernbench.runtime import DPPolicy
 from tests.support import make_cfg, make_system
 
@@ -27,9 +26,7 @@ ONE_MESSAGE_NS = one_message_ns(make_cfg())
 
 
 def model_cfg(model: str, one_to_one: bool = False, **kw: object):
-    cfg = make_cfg(one_to_one=one_to_one, **kw)
-    cfg.address = AddressConfig(AddressModel(model))
-    return cfg
+    return make_cfg(one_to_one=one_to_one, model=model, **kw)
 
 
 def reads(pointers, nbytes):

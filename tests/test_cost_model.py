@@ -29,6 +29,8 @@ from kernbench.commands import (
 )
 from kernbench.config import validate
 from kernbench.config.schema import (
+    AddressConfig,
+    AddressModel,
     ExecPath,
     GqaWorkloadConfig,
     KernBenchConfig,
@@ -49,6 +51,7 @@ def gqa_cfg(name: str, fixed: float = 32, recip: float = 0.25, **kw: object) -> 
     """A validated GQA config (default shape unless ``kw`` says otherwise)."""
     path = ExecPath(kw.pop("exec_path", "replay"))
     cfg = KernBenchConfig(workload=GqaWorkloadConfig(name=name, **kw))  # type: ignore[arg-type]
+    cfg.address = AddressConfig(AddressModel.pa)  # the figures below: no TLB, no install
     cfg.topology.pe.attrs.pe_cost_model = PeCostModelConfig(fixed, recip, 1.0)
     cfg.sim.exec_path = path
     return validate(cfg)

@@ -24,7 +24,7 @@ from kernbench.config.store import conf_dir
 from kernbench.results import make_row, write_rows
 from kernbench.sweep import MERGED_FILE, merge_sweep
 
-SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1")
+SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1", "address=pa")
 IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit"]
 STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_bw_gbs"]
 
