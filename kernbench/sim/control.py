@@ -1,9 +1,10 @@
 """The control plane (DESIGN §3.3): install messages through component inboxes.
 
 ``MmuMapMsg``, ``MmuUnmapMsg`` and ``BaawSegmentInstallMsg`` / ``BaawSegmentUninstallMsg``
-travel Host -> PCIE_EP -> IO_CPU (fan-out to the target cubes of each target SIP) ->
-M_CPU (fan-out to the target PEs) -> NOC -> the PE endpoint (PE_MMU under VA, PE_DMA's
-BAAW port under LA). Each component is a SimPy process with an inbox
+travel Host -> each target SIP's PCIE_EP -> that SIP's IO_CPU (fan-out to its own target
+cubes only: D-VA3's ``target_sips``) -> M_CPU (fan-out to the target PEs) -> NOC -> the
+PE endpoint (PE_MMU under VA, PE_DMA's BAAW port under LA). Each PE gets a message once;
+a second landing is a routing bug and raises. Each component is a SimPy process with an inbox
 (``simpy.Store``): it takes one message at a time, spends its processing time
 (``topology.control.*_processing_ns``) and forwards copies to its children.
 
