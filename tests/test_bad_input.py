@@ -101,7 +101,7 @@ VALIDATION_CASES = [
     (
         ["topology.links.noc_router_latency_ns=1e13"],
         "topology.links.noc_router_latency_ns",
-        "1e+13 exceeds 1e+12 ns",
+        "10000000000000.0 exceeds 1e+12 ns (1000 s)",
     ),
     (
         ["topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles=1e308"],
@@ -213,3 +213,18 @@ def test_app_rejects_bad_composition(run_app, override, texts):
     assert all(text in run.stderr for text in texts), run.stderr
     assert "Traceback" not in run.stderr
     assert run.ok_rows() == []
+
+
+def test_a_metric_that_overflows_is_an_error_not_an_ok_row(monkeypatch):
+    """Inputs each in range can still multiply past float range: the run must fail."""
+    from kernbench import simulate
+    from kernbench.errors import KernBenchError
+    from kernbench.workloads import WORKLOADS
+    from tests.support import make_cfg
+
+    def overflowing(system, w):
+        return {"sim_time_ns": 1e308 * 10, "bytes_moved": 1}
+
+    monkeypatch.setitem(WORKLOADS, "stream", overflowing)
+    with pytest.raises(KernBenchError, match="metric sim_time_ns = inf"):
+        simulate.run(make_cfg())
