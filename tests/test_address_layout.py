@@ -99,3 +99,22 @@ def test_a_hole_of_unmapped_pages_is_a_fault_not_a_page_fault():
     end = t.base + 15 * 2 * page + page + 1
     with pytest.raises(AddressFault, match="has no mapping, and as a PA"):
         system.address.resolve(system.graph.pes[0], end + 2 * page, 64)
+
+
+def test_uneven_shards_sit_back_to_back_under_la():
+    """16 shards of 1000 and 1001 bytes: under LA (byte-granular segments) each starts
+    where the previous one ends, so ``base + k`` stays byte k of the tensor."""
+    system, ctx = make_system(model_cfg("la", one_to_one=True))
+    nbytes = 16 * 1000 + 8
+    t = ctx.deploy(nbytes, DPPolicy("column_wise", "all"), "odd")
+    sizes = [s.nbytes for s in t.shards]
+    assert sorted(set(sizes)) == [1000, 1001] and sum(sizes) == nbytes
+    starts = [sum(sizes[:i]) for i in range(16)]
+    assert [s.offset_bytes for s in t.shards] == starts
+    pe = system.graph.pes[5]
+    for i, shard in enumerate(t.shards):
+        for k in (starts[i], starts[i] + shard.nbytes - 1):
+            got, _ = system.address.resolve(pe, t.base + k, 1)
+            assert got == system.physical.resolve(shard.pa + k - starts[i], 1)
+    with pytest.raises(AddressFault, match="outside every BAAW segment"):
+        system.address.resolve(pe, t.base + nbytes, 1)
