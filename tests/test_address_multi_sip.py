@@ -120,6 +120,13 @@ def test_stream_runs_on_two_sips(model, active):
     metrics = simulate.run(cfg).metrics
     assert metrics["active_pe_count"] == (32 if active == "all" else 16)
     assert metrics["install_latency_ns"] == one_message_ns(cfg, ENDPOINT[model])
+    # each PE reads its own shard: 16 accesses queue on its aggregate link (after the
+    # first one's TLB time under VA); no PE waits for another, in either SIP
+    lk, mm = cfg.topology.links, cfg.topology.cube.memory_map
+    drain = KIB4 / (mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs)
+    path = lk.dma_router_latency_ns + lk.router_hbm_latency_ns + mm.hbm_access_latency_ns
+    tlb = cfg.topology.pe_mmu.tlb_overhead_ns if model == "va" else 0.0
+    assert metrics["sim_time_ns"] == tlb + 16 * drain + path
 
 
 @pytest.mark.parametrize("model", ["va", "la"])
