@@ -7,6 +7,7 @@ workload and returns its metrics (DESIGN §8 names) and, if asked, the op log.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, KernBenchError
 from kernbench.results.trace import TraceWriter
 from kernbench.sim.oplog import OpLogEntry
 from kernbench.sim.speed import bare_timeout_rate, speed_timings
@@ -39,6 +40,16 @@ class RunResult:
 
 def _fmt(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _check_finite(metrics: dict[str, Any]) -> None:
+    """A metric that overflowed (inputs in range whose products are not) is an error,
+    never an ok row."""
+    for key, value in metrics.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise KernBenchError(
+                f"metric {key} = {value}: the configuration's values overflow the model"
+            )
 
 
 def run(
@@ -68,6 +79,7 @@ def run(
         system.observer = observer
         metrics = workload(system, cfg.workload)
         sim_wall_s = time.perf_counter() - start
+        _check_finite(metrics)
         ok = True
     finally:
         if trace is not None:

@@ -3,22 +3,30 @@
 from __future__ import annotations
 
 from kernbench import tl
-from kernbench.config.schema import AddressConfig, AddressModel
 from kernbench.runtime import DPPolicy
 from tests.support import make_cfg, make_system
 
 KIB4 = 4096
-# One install message on the default topology, by hop (DESIGN §3.3, control.py):
-# host->pcie_ep 500 + PCIE_EP 40 + ->io_cpu 50 + IO_CPU 200 + ->m_cpu 50 + M_CPU 100
-# + m_cpu->noc 50 + noc->pe 5 + endpoint (PE_MMU or PE_DMA) 10
-ONE_MESSAGE_NS = 500 + 40 + 50 + 200 + 50 + 100 + 50 + 5 + 10
-assert ONE_MESSAGE_NS == 1005
+
+
+def one_message_ns(cfg, endpoint: str = "mmu") -> float:
+    """One install message with no queueing, by hop (DESIGN §3.3, control.py): host ->
+    PCIE_EP (PCIe link), PCIE_EP, -> IO_CPU, IO_CPU, -> M_CPU, M_CPU (control links),
+    -> NOC (control link), -> the PE endpoint (PE-NOC link), PE_MMU or PE_DMA."""
+    lk, ctl = cfg.topology.links, cfg.topology.control
+    end = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
+    hops = lk.pcie_latency_ns + 3 * lk.ctrl_latency_ns + lk.pe_noc_latency_ns
+    return (
+        hops + ctl.pcie_ep_processing_ns + ctl.io_cpu_processing_ns + ctl.m_cpu_processing_ns + end
+    )
+
+
+# 1005 ns on the default topology (both endpoints take 10 ns)
+ONE_MESSAGE_NS = one_message_ns(make_cfg())
 
 
 def model_cfg(model: str, one_to_one: bool = False, **kw: object):
-    cfg = make_cfg(one_to_one=one_to_one, **kw)
-    cfg.address = AddressConfig(AddressModel(model))
-    return cfg
+    return make_cfg(one_to_one=one_to_one, model=model, **kw)
 
 
 def reads(pointers, nbytes):

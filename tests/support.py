@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kernbench.config.schema import (
+    AddressConfig,
+    AddressModel,
     HbmMappingMode,
     KernBenchConfig,
     PeCostModelConfig,
@@ -16,11 +18,16 @@ from kernbench.sim.system import System
 ZERO_COST = PeCostModelConfig(fixed_per_cmd_cycles=0.0, byte_cycles_recip=0.0)
 
 
-def make_cfg(one_to_one: bool = False, zero_cost: bool = True, **stream: object) -> KernBenchConfig:
-    """The default topology; dispatch cost off unless asked, so fabric times stand alone."""
+def make_cfg(
+    one_to_one: bool = False, zero_cost: bool = True, model: str = "pa", **stream: object
+) -> KernBenchConfig:
+    """The default topology; dispatch cost off unless asked, so fabric times stand alone.
+    The PA model unless asked (the run's default is VA): these timing tests state
+    physical paths with no translation cost and no install time."""
     if "op" in stream:
         stream["op"] = StreamOp(stream["op"])
     cfg = KernBenchConfig(workload=StreamWorkloadConfig(**stream))  # type: ignore[arg-type]
+    cfg.address = AddressConfig(AddressModel(model))
     mm = cfg.topology.cube.memory_map
     mm.hbm_mapping_mode = HbmMappingMode.one_to_one if one_to_one else HbmMappingMode.n_to_one
     if zero_cost:

@@ -1,7 +1,8 @@
 """ADR-0011 VA test requirements (regression), with exact times computed by hand.
 
 Default topology: 4 KiB on the n:1 path = 2 (dma->router) + 4 (router->hbm) + 16 (drain
-at 256 GB/s) + 40 (HBM) = 62 ns; tlb_overhead_ns = 2 per translated piece (a page).
+at 256 GB/s) + 40 (HBM) = 62 ns; tlb_overhead_ns = 2 per access (the default
+tlb_charge=per_access).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import gc
 import pytest
 
 from kernbench.address.va import VA_BASE, PeMMU, VirtualAllocator
+from kernbench.config.schema import TlbCharge
 from kernbench.errors import AddressFault, AllocationError
 from kernbench.runtime import DPPolicy, RuntimeContext
 from kernbench.sim.control import MmuMapMsg, MmuUnmapMsg
@@ -71,18 +73,36 @@ def test_replicate_installs_one_message_per_cube_and_the_components_serialise_th
     assert mmus[0].translate(t.shard_ptr(8)) == t.shards[0].pa  # program 8's pointer
 
 
-def test_tlb_overhead_is_exactly_tlb_overhead_ns_per_translated_piece():
-    system, ctx, src = deploy_all("va")
-    base = src.shard_ptr(0)
-    assert launch_reads(system, ctx, [0], {0: [base]}, KIB4) == {0: 2 + 62}
-    # 4 KiB from mid-page crosses one page boundary: 2 pieces x 2 ns, then two 2 KiB
-    # requests on the aggregate link: the second starts 8 ns later and ends at 8 + 54
-    assert launch_reads(system, ctx, [0], {0: [base + 2048 + KIB4]}, KIB4) == {0: 4 + 8 + 54}
+def _local_read_ns(cfg, nbytes):
+    """A local read on the n:1 path with no translation: link latencies, the drain at
+    the PE's aggregate bandwidth, the HBM access."""
+    topo, mm = cfg.topology, cfg.topology.cube.memory_map
+    bw = mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs
+    lat = topo.links.dma_router_latency_ns + topo.links.router_hbm_latency_ns
+    return lat + nbytes / bw + mm.hbm_access_latency_ns
+
+
+@pytest.mark.parametrize("charge", ["per_access", "per_page"])
+def test_a_64k_access_pays_the_tlb_once_per_access_or_once_per_page(charge):
     cfg = model_cfg("va")
+    cfg.topology.pe_mmu.tlb_charge = TlbCharge(charge)
     cfg.topology.pe_mmu.tlb_overhead_ns = 7.0
     system, ctx = make_system(cfg)
     t = ctx.deploy(1 << 20)
-    assert launch_reads(system, ctx, [0], {0: [t.shard_ptr(0)]}, KIB4) == {0: 7 + 62}
+    pages = (1 << 16) // cfg.topology.pe_mmu.page_size  # 16: split into 16 requests
+    tlb = 7.0 * (pages if charge == "per_page" else 1)
+    # the 16 page-sized requests queue on one link: together they drain like one 64 KiB
+    end = launch_reads(system, ctx, [0], {0: [t.shard_ptr(0)]}, 1 << 16)
+    assert end == {0: tlb + _local_read_ns(cfg, 1 << 16)}  # 309 ns, or 414 ns per page
+
+
+def test_tlb_overhead_is_paid_once_for_an_access_crossing_a_page_boundary():
+    system, ctx, src = deploy_all("va")
+    base = src.shard_ptr(0)
+    assert launch_reads(system, ctx, [0], {0: [base]}, KIB4) == {0: 2 + 62}
+    # 4 KiB from mid-page: two 2 KiB requests on the aggregate link, one TLB charge;
+    # the second starts 8 ns after the first and ends 54 ns later
+    assert launch_reads(system, ctx, [0], {0: [base + 2048 + KIB4]}, KIB4) == {0: 2 + 8 + 54}
 
 
 def test_page_fault_falls_back_to_pa_and_keeps_pa_only_behaviour():

@@ -81,6 +81,38 @@ VALIDATION_CASES = [
     ),
     (["+workload.bogus=1"], "workload.bogus", "not a key of StreamWorkloadConfig"),
     (["+extra=1"], "extra", "not a key of AppConfig"),
+    # issue 12: impossible numbers are refused, never reported as inf / 0
+    (
+        ["topology.cube.memory_map.hbm_channel_bw_gbs=inf"],
+        "topology.cube.memory_map.hbm_channel_bw_gbs",
+        "inf is not a finite number",
+    ),
+    (["topology.links.pcie_latency_ns=nan"], "topology.links.pcie_latency_ns", "nan is not"),
+    (
+        ["topology.pe.attrs.pe_cost_model.byte_cycles_recip=-inf"],
+        "topology.pe.attrs.pe_cost_model.byte_cycles_recip",
+        "-inf is not a finite number",
+    ),
+    (
+        ["topology.cube.memory_map.hbm_channel_bw_gbs=1e308"],
+        "topology.cube.memory_map.hbm_channel_bw_gbs",
+        "1e+308 exceeds 1e+06 GB/s",
+    ),
+    (
+        ["topology.links.noc_router_latency_ns=1e13"],
+        "topology.links.noc_router_latency_ns",
+        "10000000000000.0 exceeds 1e+12 ns (1000 s)",
+    ),
+    (
+        ["topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles=1e308"],
+        "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
+        "1e+308 exceeds 1e+12 cycles",
+    ),
+    (
+        ["workload.access_bytes=8388608"],
+        "workload.access_bytes",
+        "8388608 exceeds workload.bytes_per_pe = 4194304",
+    ),
 ]
 
 
@@ -140,6 +172,18 @@ APP_VALIDATION_CASES = [
     ),
     ("topology.pe_mmu.page_size=3000", "topology.pe_mmu.page_size: 3000 is not a power of two"),
     ("+workload.bogus=1", "workload.bogus: is not a key of StreamWorkloadConfig"),
+    (
+        "topology.cube.memory_map.hbm_channel_bw_gbs=inf",
+        "topology.cube.memory_map.hbm_channel_bw_gbs: inf is not a finite number",
+    ),
+    (
+        "topology.cube.memory_map.hbm_channel_bw_gbs=1e308",
+        "topology.cube.memory_map.hbm_channel_bw_gbs: 1e+308 exceeds 1e+06 GB/s",
+    ),
+    (
+        "workload.access_bytes=8388608",
+        "workload.access_bytes: 8388608 exceeds workload.bytes_per_pe = 4194304",
+    ),
 ]
 
 
@@ -169,3 +213,18 @@ def test_app_rejects_bad_composition(run_app, override, texts):
     assert all(text in run.stderr for text in texts), run.stderr
     assert "Traceback" not in run.stderr
     assert run.ok_rows() == []
+
+
+def test_a_metric_that_overflows_is_an_error_not_an_ok_row(monkeypatch):
+    """Inputs each in range can still multiply past float range: the run must fail."""
+    from kernbench import simulate
+    from kernbench.errors import KernBenchError
+    from kernbench.workloads import WORKLOADS
+    from tests.support import make_cfg
+
+    def overflowing(system, w):
+        return {"sim_time_ns": 1e308 * 10, "bytes_moved": 1}
+
+    monkeypatch.setitem(WORKLOADS, "stream", overflowing)
+    with pytest.raises(KernBenchError, match="metric sim_time_ns = inf"):
+        simulate.run(make_cfg())

@@ -25,7 +25,12 @@ from kernbench.sweep import cache as cache_mod
 from kernbench.sweep.cache import PointCache, point_key
 
 METRICS = {"sim_time_ns": 62.0, "bytes_moved": 4096, "bw": 4096 / 62, "name": "x", "ok": True}
-SMALL = ("topology=small", "pe_cost_model=zero", "workload.bytes_per_pe=4096")
+SMALL = (
+    "topology=small",
+    "pe_cost_model=zero",
+    "workload.bytes_per_pe=4096",
+    "workload.access_bytes=4096",
+)
 
 
 def entry_files(root):

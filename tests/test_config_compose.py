@@ -58,7 +58,7 @@ def test_every_combination_composes_and_validates(compose_cfg, choice):
 def test_default_choices(compose_cfg):
     cfg = validate(OmegaConf.to_object(compose_cfg()))
     assert cfg.topology.name == "default"
-    assert cfg.address.model.value == "pa"
+    assert cfg.address.model.value == "va"  # ADR-0011's default
     assert cfg.topology.cube.memory_map.hbm_mapping_mode.value == "n_to_one"
     assert cfg.workload.name == "stream"
 
@@ -183,7 +183,7 @@ def test_flatten_names_every_design_key(compose_cfg):
     flat = flatten(validate(OmegaConf.to_object(compose_cfg("channel_mapping=one_to_one"))))
     assert [k for k in DESIGN_KEYS if k not in flat] == []
     assert flat["topology.cube.memory_map.hbm_mapping_mode"] == "one_to_one"
-    assert flat["address.model"] == "pa"
+    assert flat["address.model"] == "va"
     assert flat["workload.op"] == "read"
     assert flat["topology.cube.memory_map.hbm_channels_per_pe"] == 8
     assert next(iter(flat)) == "topology.name"

@@ -29,10 +29,11 @@ def run_reads(pes, owners, nbytes=KIB4, count=1):
 
 
 def test_4k_read_on_aggregate_path_drains_in_16ns_plus_path_latency():
-    _, ends = run_reads([0], {0: 0})
-    drain = 4096 / 256  # 16 ns
-    assert drain == 16
-    assert ends == {0: 2 + 4 + drain + 40}  # 62 ns
+    system, ends = run_reads([0], {0: 0})
+    assert ends == {0: 2 + 4 + 4096 / 256 + 40}  # 62 ns
+    # the aggregate link was held for the drain alone: 4096 B at 8 x 32 GB/s = 16 ns
+    agg = system.graph.link("sip0.cube0.pe0.dma", "sip0.cube0.pe0.agg_router")
+    assert system.fabric.free_at[agg.id] == 16
 
 
 def test_two_reads_on_same_link_finish_16ns_apart():

@@ -77,7 +77,10 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
     assert "sweep_name: bw_equivalence" in job.stdout
     assert "bytes_per_pe: 1048576" in job.stdout
 
-    _run([kernbench, "topology=small", "workload.bytes_per_pe=4096"], elsewhere)
+    _run(
+        [kernbench, "topology=small", "workload.bytes_per_pe=4096", "workload.access_bytes=4096"],
+        elsewhere,
+    )
     [result] = (elsewhere / "outputs").rglob("result.parquet")
     [row] = pq.read_table(result).to_pylist()
     assert (row["status"], row["git_commit"]) == ("ok", None)

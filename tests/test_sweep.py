@@ -24,7 +24,7 @@ from kernbench.config.store import conf_dir
 from kernbench.results import make_row, write_rows
 from kernbench.sweep import MERGED_FILE, merge_sweep
 
-SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1")
+SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1", "address=pa")
 IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit"]
 STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_bw_gbs"]
 
@@ -97,7 +97,11 @@ def test_small_sweep_merges_every_point(tmp_path):
 def test_one_impossible_point_keeps_the_good_one(tmp_path):
     # 16 pseudo-channels cannot be split over 3 PEs per cube; 2 is fine.
     proc, sweep = run_sweep(
-        tmp_path, *SMALL, "workload.bytes_per_pe=4096", "topology.pes_per_cube=2,3"
+        tmp_path,
+        *SMALL,
+        "workload.bytes_per_pe=4096",
+        "workload.access_bytes=4096",
+        "topology.pes_per_cube=2,3",
     )
     assert proc.returncode == 1
     assert "1 of 2 sweep points failed" in proc.stderr
@@ -130,7 +134,7 @@ def test_merge_gives_a_silent_job_an_error_row(tmp_path):
 
 
 def test_single_run_has_no_sweep_identity(run_app):
-    run = run_app(*SMALL, "workload.bytes_per_pe=4096")
+    run = run_app(*SMALL, "workload.bytes_per_pe=4096", "workload.access_bytes=4096")
     assert run.returncode == 0, run.stderr
     [row] = run.rows()
     assert (row["sweep_id"], row["job_num"]) == (None, None)

@@ -12,21 +12,14 @@ stripes from a stripe boundary (the usual one) is simpler still: every channel h
 from __future__ import annotations
 
 
-def channel_offset(o: int, channel: int, granule: int, n_channels: int) -> int:
-    """Bytes of ``[0, o)`` that live on ``channel`` — also the channel offset where
-    the channel's next byte at or after ``o`` sits."""
-    stripe = granule * n_channels
-    rem = o % stripe - channel * granule
-    return (o // stripe) * granule + min(max(rem, 0), granule)
-
-
 def split(offset: int, nbytes: int, granule: int, n_channels: int) -> list[tuple[int, int, int]]:
     """Per-channel pieces ``(channel, channel_offset, nbytes)`` of ``[offset, offset+nbytes)``.
 
     Pieces are in channel order, carry exactly the accessed bytes and never overlap.
-    Each end is ``channel_offset`` in closed form, the divisions done once for all
-    channels: in the end's stripe, channels before ``k`` hold a whole granule below
-    it, channel ``k`` holds ``m`` bytes, later channels none.
+    Each end is the channel offset of that end (the bytes of ``[0, end)`` on the
+    channel) in closed form, the divisions done once for all channels: in the end's
+    stripe, channels before ``k`` hold a whole granule below it, channel ``k`` holds
+    ``m`` bytes, later channels none.
     """
     stripe = granule * n_channels
     q_lo, r_lo = divmod(offset, stripe)

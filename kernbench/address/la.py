@@ -4,7 +4,9 @@
   A tensor gets one ``la_base``, the same in every PE that sees it, so one kernel
   pointer works everywhere; the PAs behind it differ by PE table (PE-local LA).
 - A :class:`Segment` maps ``[la_base, la_base+la_size)`` onto one shard's HBM
-  range ``[A, A+S)`` of its owner PE (A aligned to and S a multiple of g·N). Under
+  range ``[A, A+S)`` of its owner PE (A aligned to g·N, the allocation behind it
+  whole stripes, S any size: segments are byte-granular, so a tensor's shards sit
+  back to back in its LA range and ``la_base + k`` is byte k of the tensor). Under
   1:1 channel ``c`` holds channel space ``[A/N, (A+S)/N)``, starts at PA
   ``pe_base + A + c·g`` and LA offset ``o`` lives where PE offset ``A + o`` does in
   the interleave of DESIGN §4 — so 1:1 and n:1 move the same bytes, and aligned
@@ -27,6 +29,7 @@ from kernbench.address.models import (
     Piece,
     TensorMap,
     strategy_messages,
+    tensor_span,
     visible_pes,
 )
 from kernbench.address.pa import pe_base
@@ -85,11 +88,14 @@ class Segment:
 
 
 def make_segment(graph: TopologyGraph, owner: PeId, la_base: int, pa: int, size: int) -> Segment:
-    """The segment for an owner's HBM range ``[pa, pa+size)`` (aligned to g·N)."""
+    """The segment for an owner's HBM range ``[pa, pa+size)``. Under 1:1 the range must
+    start on a stripe (g·N) so that it starts on channel 0; its size is free (the HBM
+    allocation behind it is whole stripes), and ``channel_size`` is each channel's
+    share of those stripes."""
     if not graph.one_to_one:
         return Segment(la_base, size, False, agg_pa_base=pa, agg_node_id=owner.agg_router)
     g, n = graph.config.cube.memory_map.interleave_bytes, graph.channels_per_pe
-    if (pa - pe_base(owner.sip, owner.cube, owner.pe)) % (g * n) or size % (g * n):
+    if (pa - pe_base(owner.sip, owner.cube, owner.pe)) % (g * n):
         raise AddressFault(f"segment PA {pa:#x}+{size} is not aligned to a stripe of {g * n}")
     ids = tuple(owner.pe * n + c for c in range(n))
     return Segment(
@@ -100,7 +106,7 @@ def make_segment(graph: TopologyGraph, owner: PeId, la_base: int, pa: int, size:
         channel_count=n,
         pa_bases=tuple(pa + c * g for c in range(n)),
         channel_ids=ids,
-        channel_size=size // n,
+        channel_size=-(-size // (g * n)) * g,
         routers=tuple(owner.channel_router(i) for i in ids),
     )
 
@@ -166,7 +172,8 @@ class Baaw:
 class LaModel:
     """Kernels see LAs: ``la_base + offset_bytes``; BAAW resolves them (no delay)."""
 
-    contiguous = True
+    # Segments are byte-granular, so every tensor's shards sit back to back.
+    layout_unit = 1
 
     def __init__(self, graph: TopologyGraph, physical: PhysicalLayer) -> None:
         self.graph = graph
@@ -180,13 +187,15 @@ class LaModel:
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         return self.baaws[pe.index].resolve(addr, nbytes), 0.0
 
-    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
-        span = max(p.offset_bytes + p.alloc_bytes for copy in copies for p in copy)
+    def map_tensor(
+        self, copies: Copies, sharded: bool, name: str = ""
+    ) -> tuple[TensorMap, list[ControlMsg]]:
+        span = tensor_span(copies)
         spaces = [self.la_spaces[pe.index] for pe in self._visible(copies, sharded)]
         base = _common_base(spaces, span)
         for space in spaces:
             space.reserve(base, span)
-        tmap = TensorMap(base, span, copies, sharded)
+        tmap = TensorMap(base, span, copies, sharded, name)
         return tmap, strategy_messages(copies, sharded, self._message(base, BaawSegmentInstallMsg))
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
@@ -206,8 +215,9 @@ class LaModel:
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
             segs = [
-                make_segment(self.graph, p.pe, base + p.offset_bytes, p.pa, p.alloc_bytes)
+                make_segment(self.graph, p.pe, base + p.offset_bytes, p.pa, p.nbytes)
                 for p in pieces
+                if p.nbytes
             ]
 
             def apply(pe: PeId) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Protocol
 
 from kernbench.sim.control import ControlMsg
@@ -22,12 +23,28 @@ from kernbench.topology.names import PeId
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """One shard as an address model sees it: owner, place in the tensor's range, PA."""
+    """One shard as an address model sees it: owner, place in the tensor's range, its
+    bytes (0 for the empty shard of a tensor smaller than its PEs), PA."""
 
     pe: PeId
     offset_bytes: int
-    alloc_bytes: int
+    nbytes: int
     pa: int
+
+
+def shard_offsets(sizes: Sequence[int], unit: int) -> list[int]:
+    """Where each shard starts in its tensor's address range (ADR-0011 D-VA1).
+
+    Back to back (shard i at the sum of the sizes before it) when every size is a
+    multiple of ``unit``, the model's layout unit: then ``base + k`` is byte ``k`` of
+    the tensor, as kernel pointer arithmetic expects. Otherwise shard i starts at
+    i x (the largest size rounded up to ``unit``), and the bytes between one shard's
+    end and the next shard's start are a hole (an access there is a fault).
+    """
+    if all(size % unit == 0 for size in sizes):
+        return list(accumulate(sizes[:-1], initial=0))
+    stride = -(-max(sizes) // unit) * unit
+    return [i * stride for i in range(len(sizes))]
 
 
 Copies = Sequence[Sequence[Piece]]
@@ -41,21 +58,30 @@ class TensorMap:
     span: int
     copies: Copies
     sharded: bool
+    name: str = ""
+
+
+def tensor_span(copies: Copies) -> int:
+    """Bytes of a tensor's address range: up to the end of its last shard."""
+    return max(p.offset_bytes + p.nbytes for copy in copies for p in copy)
 
 
 class AddressModelPolicy(Protocol):
     """What PE_DMA and the runtime ask of an address model."""
 
-    # True when pointers are ``base + offset_bytes`` (VA, LA): shards then sit at
-    # page/segment-aligned offsets of one contiguous range.
-    contiguous: bool
+    # The granule of the tensor's range (VA: a page, LA and PA: a byte). Shards are laid
+    # out by :func:`shard_offsets`; pointers are ``base + offset_bytes`` under VA and LA.
+    layout_unit: int
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         """Physical requests covering exactly ``[addr, addr+nbytes)``, and a delay in ns."""
         ...
 
-    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
-        """Reserve the tensor's address range; the messages that install its mapping."""
+    def map_tensor(
+        self, copies: Copies, sharded: bool, name: str = ""
+    ) -> tuple[TensorMap, list[ControlMsg]]:
+        """Reserve the tensor's address range; the messages that install its mapping
+        (``name`` is the tensor's, for faults)."""
         ...
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:

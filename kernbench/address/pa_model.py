@@ -96,7 +96,7 @@ def hbm_alignment(graph: TopologyGraph) -> int:
 class PaModel:
     """Kernels see PAs: a tensor shard's pointer is its PA; nothing to install."""
 
-    contiguous = False
+    layout_unit = 1  # offsets are bookkeeping only: a shard's pointer is its PA
 
     def __init__(self, graph: TopologyGraph, physical: PhysicalLayer) -> None:
         self.physical = physical
@@ -104,8 +104,10 @@ class PaModel:
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         return self.physical.resolve(addr, nbytes), 0.0
 
-    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
-        return TensorMap(None, 0, copies, sharded), []
+    def map_tensor(
+        self, copies: Copies, sharded: bool, name: str = ""
+    ) -> tuple[TensorMap, list[ControlMsg]]:
+        return TensorMap(None, 0, copies, sharded, name), []
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
         return []

@@ -4,11 +4,14 @@
   coalescing (D-VA5).
 - :class:`PeMMU`: a page table per PE, held as runs of contiguous pages (one entry
   per mapping, so a 2 GiB tensor is one entry, not 500,000 pages), found by bisect;
-  an access crossing a page boundary is split at it and each translated piece costs
-  ``tlb_overhead_ns`` (D-VA2).
-- :class:`VaModel`: the policy PE_DMA and the runtime use. A VA with no mapping is
+  an access crossing a page boundary is split at it (D-VA2).
+- :class:`VaModel`: the policy PE_DMA and the runtime use. An access pays
+  ``tlb_overhead_ns`` once (``topology.pe_mmu.tlb_charge=per_access``, the ADR) or once
+  per page it touches (``per_page``). A VA outside every tensor the PE holds is
   treated as a PA (the PageFault fallback, D-PA1); it then costs no TLB time, so
-  PA-only kernels behave exactly as under the PA model.
+  PA-only kernels behave exactly as under the PA model. A VA inside a tensor's range
+  but in no shard's bytes (the hole after a shard that is not a whole number of
+  pages) is a fault naming the tensor, the PE and the address, never a PA.
 Mappings change only when an ``MmuMapMsg`` / ``MmuUnmapMsg`` lands (control plane).
 """
 
@@ -16,9 +19,17 @@ from __future__ import annotations
 
 import bisect
 
-from kernbench.address.allocator import FreeListAllocator
-from kernbench.address.models import Copies, Cubes, Piece, TensorMap, strategy_messages
+from kernbench.address.allocator import FreeListAllocator, align_up
+from kernbench.address.models import (
+    Copies,
+    Cubes,
+    Piece,
+    TensorMap,
+    strategy_messages,
+    tensor_span,
+)
 from kernbench.address.pa_model import PhysicalLayer
+from kernbench.config.schema import TlbCharge
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg, MmuMapMsg, MmuUnmapMsg
 from kernbench.sim.fabric import PhysicalRequest
@@ -44,8 +55,11 @@ class VirtualAllocator:
 
 
 class PeMMU:
-    """One PE's page table: runs ``(first VA page, end page, PA of the first page)``,
-    sorted and never overlapping; a page maps to its run's PA plus its offset in it."""
+    """One PE's page table: runs ``(first VA page, end page, PA of the first page, end
+    VA of the valid bytes)``, sorted and never overlapping; a page maps to its run's PA
+    plus its offset in it. It also knows the VA range of every tensor it holds, so a VA
+    inside a tensor but outside its shards' bytes (a hole) is a fault naming the tensor,
+    not a page fault."""
 
     def __init__(self, name: str, page_size: int, tlb_overhead_ns: float) -> None:
         self.name = name
@@ -54,16 +68,23 @@ class PeMMU:
         self.mask = page_size - 1
         self.tlb_overhead_ns = tlb_overhead_ns
         self._starts: list[int] = []  # first VA page of each run, for bisect
-        self._runs: list[tuple[int, int, int]] = []
-        self._last: tuple[int, int, int] = (0, 0, 0)  # the run found last (empty at first)
+        self._runs: list[Run] = []
+        self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
+        self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)
 
     @property
     def mapped_pages(self) -> int:
-        return sum(end - start for start, end, _ in self._runs)
+        return sum(run[1] - run[0] for run in self._runs)
 
-    def map(self, va: int, pa: int, nbytes: int) -> None:
+    def add_tensor(self, base: int, span: int, name: str) -> None:
+        self._tensors[base] = (base + span, name)
+
+    def remove_tensor(self, base: int) -> None:
+        self._tensors.pop(base, None)
+
+    def map(self, va: int, pa: int, nbytes: int, valid_bytes: int | None = None) -> None:
         """Map ``[va, va+nbytes)`` onto ``[pa, pa+nbytes)``; all page-aligned, over no
-        page already mapped."""
+        page already mapped. Only the first ``valid_bytes`` (default all) may be accessed."""
         if (va | pa | nbytes) & self.mask:
             raise AddressFault(
                 f"{self.name}: map {va:#x} -> {pa:#x} of {nbytes} bytes is not aligned "
@@ -75,26 +96,29 @@ class PeMMU:
             i < len(self._runs) and self._runs[i][0] < end
         ):
             raise AddressFault(f"{self.name}: map {va:#x}+{nbytes} overlaps a mapped page")
+        limit = va + (nbytes if valid_bytes is None else valid_bytes)
         self._starts.insert(i, start)
-        self._runs.insert(i, (start, end, pa))
+        self._runs.insert(i, (start, end, pa, limit))
 
     def unmap(self, va: int, nbytes: int) -> None:
         """Unmap every mapped page of ``[va, va+nbytes)`` (page-aligned)."""
         lo, hi, shift = va >> self.shift, (va + nbytes) >> self.shift, self.shift
-        kept: list[tuple[int, int, int]] = []
-        for start, end, pa in self._runs:
+        kept: list[Run] = []
+        for start, end, pa, limit in self._runs:
             if end <= lo or start >= hi:
-                kept.append((start, end, pa))
+                kept.append((start, end, pa, limit))
                 continue
             if start < lo:
-                kept.append((start, lo, pa))
+                kept.append((start, lo, pa, min(limit, lo << shift)))
             if end > hi:
-                kept.append((hi, end, pa + ((hi - start) << shift)))
+                kept.append((hi, end, pa + ((hi - start) << shift), limit))
         self._runs = kept
-        self._starts = [start for start, _, _ in kept]
-        self._last = (0, 0, 0)
+        self._starts = [run[0] for run in kept]
+        self._last = (0, 0, 0, 0)
 
-    def _run(self, page: int) -> tuple[int, int, int] | None:
+    def run_of(self, va: int) -> Run | None:
+        """The run mapping ``va``'s page, or None. O(log runs), O(1) when it is the last."""
+        page = va >> self.shift
         run = self._last
         if run[0] <= page < run[1]:
             return run
@@ -105,15 +129,28 @@ class PeMMU:
         return run
 
     def translate(self, va: int) -> int | None:
-        """The PA of one VA byte, or None on a page fault. O(log runs)."""
-        run = self._run(va >> self.shift)
-        return None if run is None else run[2] + va - (run[0] << self.shift)
+        """The PA of one VA byte, or None on a page fault (outside every tensor this
+        PE holds). A VA in a hole of a tensor is a fault."""
+        run = self.run_of(va)
+        if run is None or va >= run[3]:
+            self.check_hole(va)
+            return None
+        return run[2] + va - (run[0] << self.shift)
+
+    def check_hole(self, va: int) -> None:
+        """Fault if ``va`` lies inside a tensor this PE holds (it is not mapped)."""
+        for base, (end, name) in self._tensors.items():
+            if base <= va < end:
+                raise AddressFault(
+                    f"{self.name}: VA {va:#x} is in a hole of tensor {name!r} "
+                    f"(VA {base:#x}+{end - base}): between its shards, no shard's bytes"
+                )
 
     def translate_range(self, va: int, nbytes: int) -> list[tuple[int, int]] | None:
-        """``(pa, nbytes)`` per page touched; None if the first page is unmapped.
+        """``(pa, nbytes)`` per page touched; None if the first byte page-faults.
 
-        A range that starts mapped and runs into an unmapped page is a fault: it
-        ran past the end of its tensor."""
+        A range that starts mapped and runs into unmapped bytes is a fault: a hole,
+        or past the end of its tensor's VA range."""
         if self.translate(va) is None:
             return None
         mask = self.mask
@@ -126,20 +163,27 @@ class PeMMU:
                     f"{self.name}: VA {va:#x} is not mapped (access ends at {end:#x}; "
                     "it runs past the end of its tensor's VA range)"
                 )
-            n = min(end, (va | mask) + 1) - va
+            n = min(end, (va | mask) + 1, self._last[3]) - va
             pieces.append((pa, n))
             va += n
         return pieces
 
 
-class VaModel:
-    """Kernels see VAs: ``va_base + offset_bytes`` per shard, translated per access."""
+# (first VA page, end page, PA of the first page, end VA of the valid bytes)
+Run = tuple[int, int, int, int]
 
-    contiguous = True
+
+class VaModel:
+    """Kernels see VAs: ``va_base + offset_bytes`` per shard, translated per access.
+
+    ``tlb_overhead_ns`` is paid once per access (``tlb_charge=per_access``, ADR-0011
+    D-VA2) or once per page the access touches (``per_page``)."""
 
     def __init__(self, graph: TopologyGraph, physical: PhysicalLayer) -> None:
         pm = graph.config.pe_mmu
         self.physical = physical
+        self.layout_unit = pm.page_size
+        self.per_page = pm.tlb_charge is TlbCharge.per_page
         self.va = VirtualAllocator(pm.page_size)
         self.mmus = {
             pe.index: PeMMU(pe.node("mmu"), pm.page_size, pm.tlb_overhead_ns) for pe in graph.pes
@@ -147,21 +191,25 @@ class VaModel:
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]
-        if (addr & mmu.mask) + nbytes <= mmu.page_size:  # inside one page: the usual case
-            pa = mmu.translate(addr)
-            if pa is not None:
-                return self.physical.resolve(pa, nbytes), mmu.tlb_overhead_ns
+        run = mmu.run_of(addr)  # inside one page and its valid bytes: the usual case
+        if (
+            run is not None
+            and (addr & mmu.mask) + nbytes <= mmu.page_size
+            and addr + nbytes <= run[3]
+        ):
+            pa = run[2] + addr - (run[0] << mmu.shift)
+            return self.physical.resolve(pa, nbytes), mmu.tlb_overhead_ns
         pieces = mmu.translate_range(addr, nbytes)
         if pieces is None:
             return self._page_fault(pe, addr, nbytes), 0.0
+        tlb = mmu.tlb_overhead_ns * (len(pieces) if self.per_page else 1)
         resolve = self.physical.resolve
         if len(pieces) == 1:
-            return resolve(pieces[0][0], nbytes), mmu.tlb_overhead_ns
-        requests = [req for pa, n in pieces for req in resolve(pa, n)]
-        return requests, len(pieces) * mmu.tlb_overhead_ns
+            return resolve(pieces[0][0], nbytes), tlb
+        return [req for pa, n in pieces for req in resolve(pa, n)], tlb
 
     def _page_fault(self, pe: PeId, addr: int, nbytes: int) -> list[PhysicalRequest]:
-        """D-PA1: an unmapped address is used as a PA."""
+        """D-PA1: an address outside every tensor's range is used as a PA."""
         try:
             return self.physical.resolve(addr, nbytes)
         except AddressFault as exc:
@@ -170,36 +218,52 @@ class VaModel:
                 f"(PageFault fallback): {exc}"
             ) from None
 
-    def map_tensor(self, copies: Copies, sharded: bool) -> tuple[TensorMap, list[ControlMsg]]:
-        span = max(p.offset_bytes + p.alloc_bytes for copy in copies for p in copy)
+    def map_tensor(
+        self, copies: Copies, sharded: bool, name: str = ""
+    ) -> tuple[TensorMap, list[ControlMsg]]:
+        span = tensor_span(copies)
         base = self.va.alloc(span)
-        tmap = TensorMap(base, span, copies, sharded)
+        tmap = TensorMap(base, span, copies, sharded, name)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            return MmuMapMsg(sips, self._mapper(base, pieces), cubes)
+            return MmuMapMsg(sips, self._mapper(tmap, pieces), cubes)
 
         return tmap, strategy_messages(copies, sharded, make)
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
         assert tmap.base is not None
-        base = tmap.base
-        self.va.free(base)
+        self.va.free(tmap.base)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            return MmuUnmapMsg(sips, self._unmapper(base, pieces), cubes)
+            return MmuUnmapMsg(sips, self._unmapper(tmap, pieces), cubes)
 
         return strategy_messages(tmap.copies, tmap.sharded, make)
 
-    def _mapper(self, base: int, pieces: list[Piece]):  # noqa: ANN202 (a closure)
+    def _pages(self, nbytes: int) -> int:
+        return align_up(nbytes, self.layout_unit)
+
+    def _mapper(self, tmap: TensorMap, pieces: list[Piece]):  # noqa: ANN202 (a closure)
+        base = tmap.base
+        assert base is not None
+
         def apply(pe: PeId) -> None:
+            mmu = self.mmus[pe.index]
+            mmu.add_tensor(base, tmap.span, tmap.name)
             for p in pieces:
-                self.mmus[pe.index].map(base + p.offset_bytes, p.pa, p.alloc_bytes)
+                if p.nbytes:
+                    mmu.map(base + p.offset_bytes, p.pa, self._pages(p.nbytes), p.nbytes)
 
         return apply
 
-    def _unmapper(self, base: int, pieces: list[Piece]):  # noqa: ANN202 (a closure)
+    def _unmapper(self, tmap: TensorMap, pieces: list[Piece]):  # noqa: ANN202 (a closure)
+        base = tmap.base
+        assert base is not None
+
         def apply(pe: PeId) -> None:
+            mmu = self.mmus[pe.index]
+            mmu.remove_tensor(base)
             for p in pieces:
-                self.mmus[pe.index].unmap(base + p.offset_bytes, p.alloc_bytes)
+                if p.nbytes:
+                    mmu.unmap(base + p.offset_bytes, self._pages(p.nbytes))
 
         return apply

@@ -34,6 +34,13 @@ class AddressModel(Enum):
     la = "la"
 
 
+class TlbCharge(Enum):
+    """When the VA model charges ``tlb_overhead_ns`` (ADR-0011 D-VA2: per access)."""
+
+    per_access = "per_access"
+    per_page = "per_page"
+
+
 class ExecPath(Enum):
     """How kernel code is driven (DESIGN §3.5)."""
 
@@ -96,10 +103,13 @@ class PeConfig:
 
 @dataclass
 class PeMmuConfig:
-    """VA-model MMU (ADR-0011 D-VA2/D-VA5)."""
+    """VA-model MMU (ADR-0011 D-VA2/D-VA5). ``tlb_charge``: ``per_access`` pays
+    ``tlb_overhead_ns`` once per DMA access (the ADR); ``per_page`` once per page it
+    touches (an access crossing page boundaries is split there either way)."""
 
     page_size: int = 4096
     tlb_overhead_ns: float = 2.0
+    tlb_charge: TlbCharge = TlbCharge.per_access
 
 
 @dataclass
@@ -149,7 +159,8 @@ class TopologyConfig:
 
 @dataclass
 class AddressConfig:
-    model: AddressModel = AddressModel.pa
+    # ADR-0011: VA is the default; PA stays as PE_DMA's PageFault fallback.
+    model: AddressModel = AddressModel.va
 
 
 @dataclass

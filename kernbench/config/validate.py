@@ -1,9 +1,10 @@
 """Cross-field rules on the typed configuration, checked before anything is simulated.
 
 OmegaConf already rejects a wrong type, and an unknown key typed without ``+``; this
-module owns every rule a single field's type cannot express (DESIGN §2, §7): positive
-bandwidths, divisible channel counts, powers of two, what fits in the 51-bit PA
-layout, and keys added with ``+`` that the schema does not know. It also derives
+module owns every rule a single field's type cannot express (DESIGN §2, §7): finite
+numbers, positive bandwidths, upper limits, divisible channel counts, powers of two,
+what fits in the 51-bit PA layout, and keys added with ``+`` that the schema does not
+know. It also derives
 ``hbm_channels_per_pe``. Each failure is one :class:`~kernbench.errors.ConfigError`
 naming the dotted key, the value given and the limit. It must not read YAML or Hydra
 state: it sees only the object ``OmegaConf.to_object`` produced.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,11 +37,20 @@ PA_FIELD_LIMITS: dict[str, tuple[int, str]] = {
     "topology.pes_per_cube": (MAX_PES, "its PE field"),
 }
 
+# The largest values the model takes: beyond them drains and cycles vanish below the
+# float resolution of simulated times, and products of them overflow to inf.
+MAX_BW_GBS = 1e6  # 1 PB/s: 1 KiB drains in about 1 ps
+MAX_TIME_NS = 1e12  # 1000 s of simulated time
+MAX_CLOCK_GHZ = 1e3  # 1 THz
+
 # Key suffix -> (test, the limit as the message states it). Applies to every leaf.
 SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("_bw_gbs", lambda v: v > 0, "is not > 0 (a bandwidth in GB/s)"),
+    ("_bw_gbs", lambda v: v <= MAX_BW_GBS, f"exceeds {MAX_BW_GBS:g} GB/s (1 PB/s)"),
     ("_ns", lambda v: v >= 0, "is not >= 0 (a time in ns)"),
+    ("_ns", lambda v: v <= MAX_TIME_NS, f"exceeds {MAX_TIME_NS:g} ns (1000 s)"),
     ("_ghz", lambda v: v > 0, "is not > 0 (a clock in GHz)"),
+    ("_ghz", lambda v: v <= MAX_CLOCK_GHZ, f"exceeds {MAX_CLOCK_GHZ:g} GHz"),
 )
 
 AT_LEAST_ONE: tuple[str, ...] = (
@@ -64,6 +75,12 @@ NON_NEGATIVE: tuple[str, ...] = (
     "topology.pe.attrs.pe_cost_model.byte_cycles_recip",
     "workload.align_offset_bytes",
 )
+
+# Keys without a unit suffix the suffix limits cover, and their largest value.
+AT_MOST: dict[str, tuple[float, str]] = {
+    "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles": (MAX_TIME_NS, "cycles"),
+    "topology.pe.attrs.pe_cost_model.byte_cycles_recip": (1e6, "cycles per byte"),
+}
 
 POWER_OF_TWO: tuple[str, ...] = (
     "topology.pe_mmu.page_size",
@@ -134,6 +151,13 @@ def _dataclass_nodes(node: Any, key: str) -> Iterator[tuple[str, Any]]:
             yield from _dataclass_nodes(value, f"{key}.{name}" if key else name)
 
 
+def _finite(cfg: KernBenchConfig) -> None:
+    """No inf or nan anywhere: every later rule and every formula assumes real numbers."""
+    for key, value in leaves(cfg):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(key, f"{value} is not a finite number")
+
+
 def _suffix_rules(cfg: KernBenchConfig) -> None:
     for key, value in leaves(cfg):
         for suffix, ok, limit in SUFFIX_RULES:
@@ -151,6 +175,13 @@ def _non_negative(cfg: KernBenchConfig) -> None:
     for key, value in _present(cfg, NON_NEGATIVE):
         if value < 0:
             raise ConfigError(key, f"{value} is not >= 0")
+
+
+def _at_most(cfg: KernBenchConfig) -> None:
+    for key, (limit, unit) in AT_MOST.items():
+        value = get_key(cfg, key)
+        if value is not ABSENT and value > limit:
+            raise ConfigError(key, f"{value} exceeds {limit:g} {unit}")
 
 
 def _powers_of_two(cfg: KernBenchConfig) -> None:
@@ -221,6 +252,17 @@ def _active_pes(cfg: KernBenchConfig) -> None:
             "workload.active_pes",
             f"{value!r} is neither 'all' nor a count in 1..{total} (the topology's PEs:"
             f" {topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs)",
+        )
+
+
+def _access_fits_shard(cfg: KernBenchConfig) -> None:
+    """A stream access must fit in the bytes a PE walks (else it would be cut short)."""
+    access, total = get_key(cfg, "workload.access_bytes"), get_key(cfg, "workload.bytes_per_pe")
+    if access is not ABSENT and total is not ABSENT and access > total:
+        raise ConfigError(
+            "workload.access_bytes",
+            f"{access} exceeds workload.bytes_per_pe = {total} (an access must fit in the"
+            " bytes each PE streams)",
         )
 
 
@@ -295,9 +337,11 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
 
 RULES: tuple[Rule, ...] = (
     _no_unknown_keys,
+    _finite,
     _suffix_rules,
     _at_least_one,
     _non_negative,
+    _at_most,
     _powers_of_two,
     _pa_field_limits,
     _channels_per_pe,
@@ -305,6 +349,7 @@ RULES: tuple[Rule, ...] = (
     _interleave_fits_channel,
     _active_pes,
     _bytes_per_pe_fits,
+    _access_fits_shard,
     _gqa_at_least_one,
     _gqa_shape,
 )

@@ -12,7 +12,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from kernbench.address.models import Piece, TensorMap
+from kernbench.address.models import Piece, TensorMap, shard_offsets
 from kernbench.address.pa import Region, pe_base
 from kernbench.config.schema import AddressModel
 from kernbench.errors import ConfigError
@@ -40,9 +40,10 @@ class DPPolicy:
 @dataclass(frozen=True)
 class Shard:
     """One PE's piece of a tensor: its offset in the tensor's address range, its size
-    and its physical address. Under VA and LA the offsets are multiples of the HBM
-    allocation size (page- and stripe-aligned), so each shard maps whole pages or a
-    whole segment; under PA they are the plain split ``nbytes * i // n``."""
+    and its physical address. Shards are back to back in the range (offset = the sizes
+    before it) unless the model's layout unit forbids it: under VA, shards that are not
+    whole pages start a page-rounded stride apart, with holes between (README,
+    "Address models")."""
 
     pe: PeId
     offset_bytes: int
@@ -114,12 +115,12 @@ class RuntimeContext:
         """Allocate a tensor of ``nbytes`` split into equal contiguous shards, map it in
         the address model and wait until the mapping has landed on every PE."""
         model = self.system.address
-        copies = [self._place(copy, nbytes, model.contiguous) for copy in self._targets(policy)]
-        pieces = [[p for p, _ in c] for c in copies]
-        tmap, msgs = model.map_tensor(pieces, sharded=policy.cube != "replicate")
-        shards = [Shard(p.pe, p.offset_bytes, size, p.pa) for c in copies for p, size in c]
         self._names += 1
-        tensor = Tensor(self, name or f"t{self._names}", nbytes, shards, policy, tmap)
+        name = name or f"t{self._names}"
+        copies = [self._place(copy, nbytes, model.layout_unit) for copy in self._targets(policy)]
+        tmap, msgs = model.map_tensor(copies, sharded=policy.cube != "replicate", name=name)
+        shards = [Shard(p.pe, p.offset_bytes, p.nbytes, p.pa) for c in copies for p in c]
+        tensor = Tensor(self, name, nbytes, shards, policy, tmap)
         tensor.install_latency_ns = self._deliver(msgs)
         self._tensors.append(weakref.ref(tensor))
         return tensor
@@ -133,29 +134,22 @@ class RuntimeContext:
         for s in tensor.shards:
             self.system.memory[s.pe.index].hbm.free(s.pa - pe_base(s.pe.sip, s.pe.cube, s.pe.pe))
 
-    def _place(self, copy: list[PeId], nbytes: int, contiguous: bool) -> list[tuple[Piece, int]]:
-        """Allocate one copy's shards; under VA/LA shard i sits at i x the largest allocation."""
+    def _place(self, copy: list[PeId], nbytes: int, unit: int) -> list[Piece]:
+        """Allocate one copy's shards in their PEs' HBM and lay them out in the tensor's
+        range by :func:`~kernbench.address.models.shard_offsets`."""
         n = len(copy)
         sizes = [nbytes * (i + 1) // n - nbytes * i // n for i in range(n)]
-        offsets: list[int] = []
+        pas: list[int] = []
         try:
             for pe, size in zip(copy, sizes, strict=True):
                 # an empty shard (tensor smaller than its PEs) still gets a block
-                offsets.append(self.system.memory[pe.index].hbm.alloc(max(size, 1)))
+                pas.append(_pa(pe) + self.system.memory[pe.index].hbm.alloc(max(size, 1)))
         except Exception:
-            for pe, off in zip(copy, offsets, strict=False):
-                self.system.memory[pe.index].hbm.free(off)
+            for pe, pa in zip(copy, pas, strict=False):
+                self.system.memory[pe.index].hbm.free(pa - _pa(pe))
             raise
-        allocs = [
-            self.system.memory[pe.index].hbm.size_of(o) for pe, o in zip(copy, offsets, strict=True)
-        ]
-        chunk = max(allocs)
-        return [
-            (Piece(pe, i * chunk if contiguous else nbytes * i // n, alloc, _pa(pe) + off), size)
-            for i, (pe, off, alloc, size) in enumerate(
-                zip(copy, offsets, allocs, sizes, strict=True)
-            )
-        ]
+        offsets = shard_offsets(sizes, unit)
+        return [Piece(*fields) for fields in zip(copy, offsets, sizes, pas, strict=True)]
 
     def _deliver(self, msgs: list[ControlMsg]) -> float:
         """Send install/uninstall messages; run until they land; the measured latency."""

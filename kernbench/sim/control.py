@@ -1,9 +1,10 @@
 """The control plane (DESIGN §3.3): install messages through component inboxes.
 
 ``MmuMapMsg``, ``MmuUnmapMsg`` and ``BaawSegmentInstallMsg`` / ``BaawSegmentUninstallMsg``
-travel Host -> PCIE_EP -> IO_CPU (fan-out to the target cubes of each target SIP) ->
-M_CPU (fan-out to the target PEs) -> NOC -> the PE endpoint (PE_MMU under VA, PE_DMA's
-BAAW port under LA). Each component is a SimPy process with an inbox
+travel Host -> each target SIP's PCIE_EP -> that SIP's IO_CPU (fan-out to its own target
+cubes only: D-VA3's ``target_sips``) -> M_CPU (fan-out to the target PEs) -> NOC -> the
+PE endpoint (PE_MMU under VA, PE_DMA's BAAW port under LA). Each PE gets a message once;
+a second landing is a routing bug and raises. Each component is a SimPy process with an inbox
 (``simpy.Store``): it takes one message at a time, spends its processing time
 (``topology.control.*_processing_ns``) and forwards copies to its children.
 
@@ -44,6 +45,7 @@ class ControlMsg:
     sent_ns: float = 0.0
     landed_ns: float = 0.0
     pending: int = 0
+    landed_on: set[int] = field(default_factory=set, repr=False)
     done: simpy.Event | None = field(default=None, repr=False)
 
     @property
@@ -128,7 +130,7 @@ class ControlPlane:
         }
         sips = sorted({pe.sip for pe in graph.pes})
         self.io_cpu = {
-            s: Component(env, sip_node(s, "io_cpu"), ctl.io_cpu_processing_ns, self._to_cubes)
+            s: Component(env, sip_node(s, "io_cpu"), ctl.io_cpu_processing_ns, self._to_cubes(s))
             for s in sips
         }
         self.pcie_ep = {
@@ -158,12 +160,18 @@ class ControlPlane:
         link = self.graph.link(sip_node(s, "pcie_ep"), sip_node(s, "io_cpu"))
         return lambda msg: [(self.io_cpu[s], link.latency_ns)]
 
-    def _to_cubes(self, msg: ControlMsg) -> list[tuple[Component, float]]:
-        out = []
-        for (s, c), m_cpu in sorted(self.m_cpu.items()):
-            if s in msg.target_sips and (msg.target_cubes is None or (s, c) in msg.target_cubes):
-                out.append((m_cpu, self.graph.link(sip_node(s, "io_cpu"), m_cpu.name).latency_ns))
-        return out
+    def _to_cubes(self, s: int) -> Forward:
+        """IO_CPU -> the M_CPUs of its own SIP's target cubes (never another SIP's: each
+        target SIP's IO_CPU gets its own copy from the host)."""
+        io_cpu = sip_node(s, "io_cpu")
+        cubes = [(c, m_cpu) for (sip, c), m_cpu in sorted(self.m_cpu.items()) if sip == s]
+        latency = {c: self.graph.link(io_cpu, m_cpu.name).latency_ns for c, m_cpu in cubes}
+
+        def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
+            wanted = msg.target_cubes
+            return [(m, latency[c]) for c, m in cubes if wanted is None or (s, c) in wanted]
+
+        return forward
 
     def _to_pes(self, s: int, c: int) -> Forward:
         """M_CPU -> NOC -> PE endpoint: the two link latencies, no NOC processing."""
@@ -185,6 +193,9 @@ class ControlPlane:
 
     def _land(self, pe: PeId) -> Forward:
         def land(msg: ControlMsg) -> list[tuple[Component, float]]:
+            if pe.index in msg.landed_on:  # a routing bug, never bad input
+                raise RuntimeError(f"{pe.node(self._endpoint)}: {msg.kind} delivered twice")
+            msg.landed_on.add(pe.index)
             msg.apply(pe)
             msg.pending -= 1
             if msg.pending == 0 and msg.done is not None:

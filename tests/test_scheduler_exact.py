@@ -1,0 +1,53 @@
+"""PE_SCHEDULER dependences whose end times alone do not show them (issue 12).
+
+Default PE, PA, dispatch free: GEMM 4096 flop/ns, MATH 64 elements/ns; a local 16 KiB
+read on the aggregate path takes 6 ns of links + 64 ns of drain (256 GB/s) + 40 ns HBM.
+"""
+
+from __future__ import annotations
+
+from kernbench import tl
+from kernbench.runtime import DPPolicy, RuntimeContext
+from kernbench.sim.system import System
+from tests.support import make_cfg, make_system
+
+GEMM_FLOPS_PER_NS, MATH_ELEMS_PER_NS = 4096, 64
+
+
+def exp_then_gemm_overwrites_its_input():
+    x, y = tl.zeros((64, 128)), tl.zeros((64, 128))
+    tl.exp(x, out=y)  # reads x on the MATH engine
+    a, b = tl.zeros((64, 16)), tl.zeros((16, 128))
+    tl.dot(a, b, acc=x)  # writes x on the GEMM engine: must wait for the read (WAR)
+
+
+def test_a_gemm_writing_a_tile_waits_for_the_math_op_reading_it():
+    system, ctx = make_system()
+    end = ctx.launch(exp_then_gemm_overwrites_its_input, [system.graph.pes[0]])[0]
+    exp_ns = 64 * 128 / MATH_ELEMS_PER_NS  # 128 ns
+    gemm_ns = 2 * 64 * 128 * 16 / GEMM_FLOPS_PER_NS  # 64 ns
+    assert end == exp_ns + gemm_ns == 192  # side by side (no WAR) they would end at 128
+
+
+def composite(kref_ptr):
+    q, s = tl.zeros((64, 128)), tl.zeros((64, 256))
+    k = tl.block(kref_ptr, (256, 128))
+    tl.composite(tl.op("gemm", a=q, b=k, out=s, m=64, n=256, k=128), tiles=4)
+
+
+def test_staging_buffers_are_reused_only_after_their_tile_is_computed():
+    """4 tiles over the default 2 staging buffers: tile t's read may start only when
+    tile t-2's GEMM is done. End times hide this (the GEMM engine is the bottleneck);
+    the reads' issue times show it."""
+    issued: list[float] = []
+    cfg = make_cfg()
+    system = System(cfg, trace=lambda pe, st, issue, req, begin, done: issued.append(issue))
+    ctx = RuntimeContext(system)
+    t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    end = ctx.launch(composite, [system.graph.pes[0]], t.shard_ptr(0))[0]
+    assert cfg.topology.pe.composite_buffers == 2
+    read = 2 + 4 + (256 * 128 * 2 / 4) / 256 + 40  # one 16 KiB chunk: 110 ns
+    gemm = 2 * 64 * 256 * 128 / 4 / GEMM_FLOPS_PER_NS  # per tile: 256 ns
+    # tiles 0 and 1 read at once; tile 2 when tile 0's GEMM ends, tile 3 after tile 1's
+    assert issued == [0, 0, read + gemm, read + 2 * gemm] == [0, 0, 366, 622]
+    assert end == read + 4 * gemm
