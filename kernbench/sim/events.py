@@ -67,6 +67,7 @@ class LocalQueue:
         "_queue",
         "_counter",
         "_proxy",
+        "_parked",
         "_inside",
         "_report",
         "_every",
@@ -81,6 +82,8 @@ class LocalQueue:
         self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
         self._counter = env._eid  # type: ignore[attr-defined]
         self._proxy: tuple[float, int, Fired] | None = None  # the earliest one parked
+        # Every proxy still in SimPy's queue, by key: two under one key would tie there.
+        self._parked: dict[tuple[float, int], Fired] = {}
         self._inside = False  # running the queue (not starting a PE from outside)
         self._report: Callable[[], None] | None = None
         self._every = self._left = NEVER
@@ -146,14 +149,17 @@ class LocalQueue:
         nothing: it finds no event due and parks again)."""
         if not self.heap:
             return
-        at, eid = self.heap[0][:2]
+        at, eid = key = self.heap[0][:2]
         proxy = self._proxy
-        if proxy is None or (at, eid) < proxy[:2]:
-            event = Fired(self.env, None, (self._on_wake,))
+        if proxy is None or key < proxy[:2]:
+            event = self._parked.get(key)
+            if event is None:  # else one under this key is queued already and will wake us
+                event = self._parked[key] = Fired(self.env, key, (self._on_wake,))
+                heappush(self._queue, (at, NORMAL, eid, event))
             self._proxy = (at, eid, event)
-            heappush(self._queue, (at, NORMAL, eid, event))
 
     def _on_wake(self, event: Fired) -> None:
+        del self._parked[event.value]
         if self._proxy is not None and self._proxy[2] is event:
             self._proxy = None
         self.run()
