@@ -96,6 +96,12 @@ def test_the_adr_claim_fails_when_local_aligned_points_differ():
     assert "worst |1:1/n:1 - 1| = 20.00%" in adr.detail
 
 
+def test_an_aligned_size_at_a_misaligned_offset_is_misaligned():
+    df = rows(("local",), sizes=(65536,))
+    df["workload.align_offset_bytes"] = 128
+    assert set(bw.table(df)["access_class"]) == {"misaligned"}
+
+
 def test_rows_before_traffic_patterns_are_local():
     df = rows(("local",)).drop(columns=["workload.pattern", "busiest_link"])
     table = bw.table(df)

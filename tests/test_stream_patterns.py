@@ -18,8 +18,8 @@ from kernbench import simulate
 from kernbench.config.schema import AddressConfig, AddressModel, StreamPattern
 from kernbench.config.validate import validate
 from kernbench.errors import ConfigError
-from kernbench.workloads import stream
-from tests.support import make_cfg
+from kernbench.workloads import patterns, stream
+from tests.support import make_cfg, make_system
 
 CUBE = 8  # PEs per cube on the default topology
 
@@ -166,11 +166,33 @@ def test_uniform_same_seed_same_results_another_seed_another_op_log():
     assert c.metrics["bytes_moved"] == a.metrics["bytes_moved"] == 16 * 64 * 1024
 
 
-def test_uniform_targets_every_pe_of_the_topology():
+def test_uniform_traffic_reaches_every_pe_of_the_topology():
     cfg = pattern_cfg("uniform", access_bytes=4096, bytes_per_pe=256 * 4096, active_pes=2)
-    m = run(cfg)
-    assert m["peak_aggregate_bw_gbs"] == 16 * 256  # 512 draws over 16 PEs hit them all
-    assert m["bytes_moved"] == 2 * 256 * 4096
+    system, _ = make_system(cfg)
+    m = stream.run(system, cfg.workload)
+    carried = system.fabric.bytes_carried
+    into_hbm = {r: carried[lk.id] for r, lk in system.graph.hbm_link.items()}
+    # 512 draws over 16 PEs: every PE's HBM link carried some, and only whole accesses
+    assert all(into_hbm[pe.agg_router] > 0 for pe in system.graph.pes)
+    assert all(b % 4096 == 0 for b in into_hbm.values())
+    assert sum(into_hbm.values()) == m["bytes_moved"] == 2 * 256 * 4096
+    assert m["peak_aggregate_bw_gbs"] == 16 * 256
+
+
+def test_each_pattern_targets_the_pe_it_names():
+    """Owners on the default topology (2 cubes x 8 PEs, global order)."""
+    cfg = pattern_cfg("local")
+    topo, pes = cfg.topology, make_system(cfg)[0].graph.pes
+
+    def owners(pattern, **kw):
+        w = dataclasses.replace(cfg.workload, pattern=StreamPattern(pattern), **kw)
+        return patterns.owners(w, topo, pes, 1)
+
+    assert owners("local") == list(range(16))
+    assert owners("neighbor") == [1, 2, 3, 4, 5, 6, 7, 0, 9, 10, 11, 12, 13, 14, 15, 8]
+    assert owners("cross_cube") == [*range(8, 16), *range(8)]
+    assert owners("hotspot", hotspot_pe=5) == [5] * 16
+    assert patterns.holders(owners("hotspot", hotspot_pe=5)[:1], 1) == 6
 
 
 def test_copy_reads_and_writes_the_targets_memory():
@@ -196,6 +218,8 @@ def test_bytes_moved_is_what_reached_memory_not_the_config(monkeypatch):
     assert m["bytes_moved"] == 3 * 7 * 4096
     assert m["accesses"] == 3 * 7
     assert m["aggregate_bw_gbs"] == 3 * 7 * 4096 / m["sim_time_ns"]
+    # identical PEs on their own paths end together: each moved 7 accesses in that time
+    assert m["effective_bw_min_gbs"] == m["effective_bw_max_gbs"] == 7 * 4096 / m["sim_time_ns"]
 
 
 @pytest.mark.parametrize(
