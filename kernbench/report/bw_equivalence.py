@@ -61,29 +61,40 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     for col, default in ((PATTERN, "local"), (ACTIVE, "all"), ("busiest_link", "")):
         ok[col] = ok[col].astype(str) if col in ok else default  # older rows: no patterns
     keys = varying_config(ok, exclude=(MAPPING,)) or [ACCESS]
-    wide = ok.pivot_table(
-        index=keys, columns=MAPPING, values=["effective_bw_gbs", "busiest_link"], aggfunc="first"
-    )
-    wide.columns = [f"{v}_{m}" for v, m in wide.columns]
-    wide = wide.dropna().reset_index()  # a configuration with one mapping failed
-    fixed = [c for c in (CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN, PATTERN, ACTIVE) if c not in keys]
-    out = wide.merge(ok.drop_duplicates(keys)[[*keys, *fixed]], on=keys, how="left")
-    stripe = out[CHANNELS_PER_PE] * out[GRANULE]
-    out["aligned"] = (out[ACCESS] % stripe == 0) & (out[ALIGN] % stripe == 0)
-    out["access_class"] = np.where(
-        out["aligned"], "aligned", np.where(out[ACCESS] < stripe, "< stripe", "misaligned")
-    )
-    out[N1] = out["effective_bw_gbs_n_to_one"].astype(float)
-    out[ONE] = out["effective_bw_gbs_one_to_one"].astype(float)
-    out[RATIO] = out[ONE] / out[N1]
-    links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
-    out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]
-    # pseudo-channels = PEs x N; granule and offset live in "aligned" and the class
+    out = _classify(_paired(ok, keys))
+    # pseudo-channels = PEs x N; the granule and offset are in the access class
     hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO)
     shown = [k for k in keys if k not in hidden]
     cols = [*shown, CHANNELS_PER_PE, PATTERN, ACTIVE, "access_class", N1, ONE, RATIO, BOTTLENECK]
     order = [c for c in (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN) if c in cols]
     return out[cols].sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per configuration (``keys``) with each mapping's bandwidth and busiest
+    link side by side, and the inputs the classes need; configurations that lack a
+    mapping (it failed) are dropped."""
+    values = ["effective_bw_gbs", "busiest_link"]
+    wide = ok.pivot_table(index=keys, columns=MAPPING, values=values, aggfunc="first")
+    wide.columns = [f"{v}_{m}" for v, m in wide.columns]
+    wide = wide.dropna().reset_index()
+    needed = (CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN, PATTERN, ACTIVE)
+    inputs = [c for c in needed if c not in keys]
+    return wide.merge(ok.drop_duplicates(keys)[[*keys, *inputs]], on=keys, how="left")
+
+
+def _classify(out: pd.DataFrame) -> pd.DataFrame:
+    """Add the access class, both bandwidths, their ratio and the bottleneck."""
+    stripe = out[CHANNELS_PER_PE] * out[GRANULE]
+    aligned = (out[ACCESS] % stripe == 0) & (out[ALIGN] % stripe == 0)
+    small = np.where(out[ACCESS] < stripe, "< stripe", "misaligned")
+    out["access_class"] = np.where(aligned, "aligned", small)
+    out[N1] = out["effective_bw_gbs_n_to_one"].astype(float)
+    out[ONE] = out["effective_bw_gbs_one_to_one"].astype(float)
+    out[RATIO] = out[ONE] / out[N1]
+    links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
+    out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]
+    return out
 
 
 def _speed_sweep(df: pd.DataFrame) -> bool:
@@ -201,36 +212,38 @@ def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def _scatter(t: pd.DataFrame, path: Path) -> Path:
+    """One panel per traffic case: 1:1 against n:1, colour = access class, marker =
+    shape; one legend for the figure."""
     cases = list(dict.fromkeys(t["case"]))
     cols = min(3, len(cases))
     rows = math.ceil(len(cases) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4 * rows), squeeze=False)
     markers = dict(zip(dict.fromkeys(t["shape"]), "osD^v<>p*h", strict=False))
-    colours = SIZE_COLOURS
     for ax, case in zip(axes.flat, cases, strict=False):
-        part = t[t["case"] == case]
-        for (size, shape), g in part.groupby(["size", "shape"], sort=False):
-            ax.scatter(g[N1], g[ONE], c=colours[size], marker=markers[shape], s=40,
-                       label=f"{size}, {shape}", alpha=0.8)  # fmt: skip
-        top = max(part[N1].max(), part[ONE].max()) * 1.1
-        ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
-        ax.set(xlim=(0, top), ylim=(0, top), title=case)
-        ax.set_xlabel("n:1 per-PE bandwidth (GB/s)")
-        ax.set_ylabel("1:1 per-PE bandwidth (GB/s)")
+        _panel(ax, t[t["case"] == case], markers)
+        ax.set_title(case)
     for ax in list(axes.flat)[len(cases) :]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    for ax in axes.flat:
-        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
-            if lab not in labels:
-                handles.append(h)
-                labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    handles = (zip(*ax.get_legend_handles_labels(), strict=True) for ax in axes.flat)
+    legend = {lab: h for pairs in handles for h, lab in pairs}
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4, fontsize=8,
+               frameon=False)  # fmt: skip
     fig.suptitle("1:1 against n:1 per traffic case (on the dashed diagonal they agree)")
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(labels) / 4), 1, 0.96))
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(legend) / 4), 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str]) -> None:
+    for (size, shape), g in part.groupby(["size", "shape"], sort=False):
+        ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
+                   label=f"{size}, {shape}", alpha=0.8)  # fmt: skip
+    top = max(part[N1].max(), part[ONE].max()) * 1.1
+    ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(0, top), ylim=(0, top))
+    ax.set_xlabel("n:1 per-PE bandwidth (GB/s)")
+    ax.set_ylabel("1:1 per-PE bandwidth (GB/s)")
 
 
 def _heat(t: pd.DataFrame, out_dir: Path) -> Path:
