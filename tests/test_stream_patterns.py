@@ -127,6 +127,24 @@ def test_cross_cube_pes_share_one_noc_to_noc_link(one_to_one):
     assert m["busiest_link_utilization"] == noc / m["sim_time_ns"]
 
 
+def test_cross_cube_from_a_sips_last_cube_crosses_pcie():
+    """2 SIPs x 1 cube x 2 PEs, PA: PE 0's next cube is SIP 1's, over PCIe: PE->NOC,
+    NOC->PCIe endpoint, endpoint->host, host->SIP 1's endpoint, endpoint->NOC,
+    NOC->router, router->HBM; one 4 KiB read drains at PCIe's 32 GB/s."""
+    cfg = make_cfg(access_bytes=4096, bytes_per_pe=4096, active_pes=1,
+                   pattern=StreamPattern.cross_cube)  # fmt: skip
+    cfg.topology = dataclasses.replace(cfg.topology, n_sips=2, cubes_per_sip=1, pes_per_cube=2)
+    cfg.topology.cube.memory_map.hbm_pseudo_channels = 16
+    cfg.topology.cube.memory_map.hbm_channels_per_pe = None
+    cfg.address = AddressConfig(AddressModel.pa)
+    cfg = validate(cfg)
+    lk, _, _, _, hbm = figures(cfg)
+    path = remote_latency(lk) + 2 * lk.noc_noc_latency_ns + 2 * lk.pcie_latency_ns
+    m = run(cfg)
+    assert m["sim_time_ns"] == path + 4096 / lk.pcie_bw_gbs + hbm
+    assert m["busiest_link"] == "sip0.pcie_ep->host"
+
+
 def test_hotspot_one_granule_off_shows_1to1_channel_queueing():
     """Each of the 8 PEs reads one access of N+1 granules from the start of PE 0's
     shard: under 1:1 channel 0 holds granules 0 and N of every access, 2g at 32 GB/s,
