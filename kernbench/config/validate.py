@@ -225,27 +225,6 @@ def _active_pes(cfg: KernBenchConfig) -> None:
         )
 
 
-def _stream_pattern(cfg: KernBenchConfig) -> None:
-    """A pattern's target must exist: the hotspot PE, another PE in the cube, a next cube."""
-    pattern = get_key(cfg, "workload.pattern")
-    if pattern is ABSENT:
-        return
-    topo, w = cfg.topology, cfg.workload
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
-    if not 0 <= w.hotspot_pe < total:
-        raise ConfigError(
-            "workload.hotspot_pe", f"{w.hotspot_pe} is not a PE index in 0..{total - 1}"
-        )
-    if pattern.value == "neighbor" and topo.pes_per_cube < 2:
-        raise ConfigError(
-            "workload.pattern", "neighbor needs topology.pes_per_cube >= 2 (a next PE)"
-        )
-    if pattern.value == "cross_cube" and topo.n_sips * topo.cubes_per_sip < 2:
-        raise ConfigError(
-            "workload.pattern", "cross_cube needs 2 or more cubes (n_sips x cubes_per_sip)"
-        )
-
-
 def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
     value = get_key(cfg, "workload.bytes_per_pe")
     if value is not ABSENT and value > pe_hbm_bytes(cfg):
@@ -315,6 +294,27 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
         )
 
 
+def _stream_pattern(cfg: KernBenchConfig) -> None:
+    """A pattern's target must exist: the hotspot PE, another PE in the cube, a next cube."""
+    pattern = get_key(cfg, "workload.pattern")
+    if pattern is ABSENT:
+        return
+    topo, w = cfg.topology, cfg.workload
+    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    if not 0 <= w.hotspot_pe < total:
+        raise ConfigError(
+            "workload.hotspot_pe", f"{w.hotspot_pe} is not a PE index in 0..{total - 1}"
+        )
+    if pattern.value == "neighbor" and topo.pes_per_cube < 2:
+        raise ConfigError(
+            "workload.pattern", "neighbor needs topology.pes_per_cube >= 2 (a next PE)"
+        )
+    if pattern.value == "cross_cube" and topo.n_sips * topo.cubes_per_sip < 2:
+        raise ConfigError(
+            "workload.pattern", "cross_cube needs 2 or more cubes (n_sips x cubes_per_sip)"
+        )
+
+
 RULES: tuple[Rule, ...] = (
     _no_unknown_keys,
     _suffix_rules,
@@ -326,8 +326,8 @@ RULES: tuple[Rule, ...] = (
     _pe_hbm_fits_pa,
     _interleave_fits_channel,
     _active_pes,
-    _stream_pattern,
     _bytes_per_pe_fits,
     _gqa_at_least_one,
     _gqa_shape,
+    _stream_pattern,
 )

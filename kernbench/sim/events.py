@@ -82,8 +82,7 @@ class LocalQueue:
         self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
         self._counter = env._eid  # type: ignore[attr-defined]
         self._proxy: tuple[float, int, Fired] | None = None  # the earliest one parked
-        # Every proxy still in SimPy's queue, by key: two under one key would tie there.
-        self._parked: dict[tuple[float, int], Fired] = {}
+        self._parked: dict[tuple[float, int], Fired] = {}  # every proxy in SimPy's queue
         self._inside = False  # running the queue (not starting a PE from outside)
         self._report: Callable[[], None] | None = None
         self._every = self._left = NEVER
@@ -146,14 +145,15 @@ class LocalQueue:
     def park(self) -> None:
         """Hand the next local event to SimPy under its own key, unless an earlier one
         is parked already (a later one that is still there wakes the queue for
-        nothing: it finds no event due and parks again)."""
+        nothing: it finds no event due and parks again). A key is parked once: a
+        second proxy under the same key would tie with the first on every field."""
         if not self.heap:
             return
         at, eid = key = self.heap[0][:2]
         proxy = self._proxy
         if proxy is None or key < proxy[:2]:
             event = self._parked.get(key)
-            if event is None:  # else one under this key is queued already and will wake us
+            if event is None:
                 event = self._parked[key] = Fired(self.env, key, (self._on_wake,))
                 heappush(self._queue, (at, NORMAL, eid, event))
             self._proxy = (at, eid, event)
