@@ -74,9 +74,9 @@ class Fabric:
                     if free_at[i] > start:
                         start = free_at[i]
                 for i in links:
-                    idle = free_at[i] if free_at[i] > now else now
-                    if idle < start:  # this link waits for another: a hole from idle
-                        self._open(i, idle, start)
+                    free = free_at[i]
+                    if free < start and now < start:  # waits for another link: a hole
+                        self._open(i, free if free > now else now, start)
                     free_at[i] = start + nbytes / bw[i]
                     carried[i] += nbytes
             if log is not None:
