@@ -74,6 +74,9 @@ def test_bandwidth_equivalence_of_both_modes_on_the_same_workload():
     for one_to_one in (True, False):
         cfg = model_cfg("la", one_to_one, access_bytes=65536, bytes_per_pe=1 << 20, active_pes=2)
         rows[one_to_one] = simulate.run(cfg).metrics
+    # the busiest link is each mapping's own: PE 0's first channel link, or its aggregate
+    assert rows[True].pop("busiest_link") == "sip0.cube0.pe0.ch_r0->sip0.cube0.hbm_ctrl"
+    assert rows[False].pop("busiest_link") == "sip0.cube0.pe0.agg_router->sip0.cube0.hbm_ctrl"
     assert rows[True] == rows[False]
     assert rows[True]["install_latency_ns"] == ONE_MESSAGE_NS
 

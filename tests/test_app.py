@@ -29,7 +29,8 @@ STREAM_METRICS = [
     "bytes_moved",
     "effective_bw_gbs",
     "aggregate_bw_gbs",
-    "peak_bw_gbs",
+    "peak_bw_per_pe_gbs",
+    "peak_aggregate_bw_gbs",
     "bw_efficiency",
 ]
 SMALL_RUN = ("topology=small", "workload.bytes_per_pe=1048576")

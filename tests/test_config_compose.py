@@ -240,16 +240,33 @@ def test_every_preset_value_composes_and_validates(compose_cfg, experiment):
 
 
 def test_bw_equivalence_grid_is_design_section_5(compose_cfg):
+    """Every axis changes something: N = 4, 8, 16 (pseudo-channels with 8 PEs fixed,
+    PEs with 64 channels fixed), traffic cases with active PEs where they differ, and
+    access sizes aligned to every stripe N*g, one granule off, and below every stripe."""
     params = sweep_params(compose_cfg, "bw_equivalence")
     assert params["channel_mapping"] == ["n_to_one", "one_to_one"]
-    assert params["topology.cube.memory_map.hbm_pseudo_channels"] == ["32", "64"]
-    assert params["topology.pes_per_cube"] == ["4", "8"]
-    assert params["workload.active_pes"] == ["1", "all"]
-    sizes = [int(v) for v in params["workload.access_bytes"]]
-    assert 4352 in sizes and 65536 in sizes  # 17 granules (parts) and a multiple of N*g
-    assert len(params["workload.align_offset_bytes"]) >= 2
+    pes = [int(v) for v in params["topology.pes_per_cube"]]
+    pseudo = [int(v) for v in params["topology.cube.memory_map.hbm_pseudo_channels"]]
+    assert {c // p for c in pseudo for p in pes} == {4, 8, 16}
+    assert params["traffic"] == ["local", "neighbor", "hotspot", "uniform_one", "uniform"]
     cfg = compose_cfg("+experiment=bw_equivalence")
+    g = cfg.topology.cube.memory_map.interleave_bytes
+    stripes = {g * c // p for c in pseudo for p in pes}
+    sizes = [int(v) for v in params["workload.access_bytes"]]
+    assert [s for s in sizes if all(s % st == 0 for st in stripes)]  # aligned to all
+    assert [s for s in sizes if all(s % st == g for st in stripes)]  # one granule off all
+    assert [s for s in sizes if s < min(stripes)]  # smaller than every stripe
     assert cfg.topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles == 0
+    assert cfg.address.model.value == "la"
+    for case in params["traffic"]:
+        traffic = compose_cfg("+experiment=bw_equivalence", f"traffic={case}").workload
+        assert (traffic.pattern.value, str(traffic.active_pes)) == {
+            "local": ("local", "all"),
+            "neighbor": ("neighbor", "all"),
+            "hotspot": ("hotspot", "all"),
+            "uniform_one": ("uniform", "1"),
+            "uniform": ("uniform", "all"),
+        }[case]
 
 
 def test_dispatch_ratio_grid_is_design_section_5(compose_cfg):

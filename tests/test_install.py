@@ -75,7 +75,7 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
     kernbench = venv / "bin" / "kernbench"
     job = _run([kernbench, "--cfg", "job", "+experiment=bw_equivalence"], elsewhere)
     assert "sweep_name: bw_equivalence" in job.stdout
-    assert "bytes_per_pe: 1048576" in job.stdout
+    assert "bytes_per_pe: 524288" in job.stdout
 
     _run(
         [kernbench, "topology=small", "workload.bytes_per_pe=4096", "workload.access_bytes=4096"],

@@ -7,13 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.report import (
-    bw_equivalence_table,
-    check_bw_equivalence,
-    check_dispatch_ratio,
-    dispatch_ratio_table,
-    load_results,
-)
+from kernbench.report import check_dispatch_ratio, dispatch_ratio_table, load_results
 from kernbench.report.cli import latest_sweep, main
 from kernbench.results import make_row, write_rows
 
@@ -62,32 +56,6 @@ def gqa_rows(bytes_per_tile: dict[str, float]) -> list[dict]:
 ADR_BYTES = {"gqa_opt2": 380.0, "gqa_opt3": 232.0}
 
 
-def test_bw_table_pairs_mappings_and_marks_aligned(tmp_path):
-    write_rows(bw_rows(), tmp_path / "results.parquet")
-    table = bw_equivalence_table(load_results(tmp_path))
-    assert len(table) == 4  # (access x active); the error row is left out
-    by_access = table.groupby("workload.access_bytes")
-    assert by_access["aligned"].unique().to_dict() == {4352: [False], 65536: [True]}
-    assert by_access["ratio_1to1_n1"].unique().to_dict() == {4352: [0.9], 65536: [1.0]}
-    equal, bound, part = check_bw_equivalence(table)
-    assert (equal.holds, bound.holds, part.holds) == (True, True, True)
-    assert "<= 1%" in equal.text
-    assert "0.9000 at" in part.detail
-
-
-def test_bw_claim_fails_when_aligned_points_differ(tmp_path):
-    rows = [
-        {**r, "effective_bw_gbs": 200.0}
-        if r.get(MM + "hbm_mapping_mode") == "one_to_one"
-        and r.get("workload.access_bytes") == 65536
-        else r
-        for r in bw_rows()
-    ]
-    equal, *_ = check_bw_equivalence(bw_equivalence_table(_table(tmp_path, rows)))
-    assert equal.holds is False
-    assert "largest deviation 20.00%" in equal.detail
-
-
 def _table(tmp_path: Path, rows: list[dict]):
     write_rows(rows, tmp_path / "results.parquet")
     return load_results(tmp_path / "results.parquet")
@@ -119,7 +87,9 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== bandwidth equivalence (4 configurations) ==" in out
     assert "== dispatch ratio (4 configurations) ==" in out
-    assert "[DOES NOT HOLD]" not in out
+    # the only verdict against is the finding that misaligned local reads part by 10%
+    assert out.count("[DOES NOT HOLD]") == 1
+    assert "[DOES NOT HOLD] local, misaligned or small" in out
     written = sorted(p.name for p in sweep.iterdir())
     assert written == [
         "bw_equivalence_bandwidth.png",

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from kernbench import simulate, tl
 from kernbench.config.schema import ExecPath
 from kernbench.config.store import experiments_dir
-from kernbench.report import claims, tables
+from kernbench.report import bw_equivalence, claims, tables
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.exec_paths import ReplaySource
 from tests.support import make_cfg, make_system
@@ -149,7 +149,7 @@ def test_sim_speed_sweep_writes_the_speed_columns(tmp_path):
         assert all(r[c] > 0 for c in SPEED_COLUMNS)
         assert r["sim_accesses"] == r["accesses"] == r["workload.bytes_per_pe"] // 2048
     df = pd.DataFrame(rows)
-    assert tables.bw_equivalence_table(df) is None
+    assert bw_equivalence.table(df) is None
     table = tables.sim_speed_table(df)
     assert table is not None and len(table) == 4
 

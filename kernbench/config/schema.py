@@ -54,6 +54,16 @@ class StreamOp(Enum):
     copy = "copy"
 
 
+class StreamPattern(Enum):
+    """Whose memory each stream access targets (DESIGN §5, traffic patterns)."""
+
+    local = "local"  # each PE its own shard
+    neighbor = "neighbor"  # the next PE in its cube
+    hotspot = "hotspot"  # every PE the one PE workload.hotspot_pe
+    cross_cube = "cross_cube"  # the PE with the same index in the next cube
+    uniform = "uniform"  # a PE drawn per access (workload.seed)
+
+
 @dataclass
 class MemoryMapConfig:
     """HBM organisation of one cube (ADR-0011 D-LA2); `channel_mapping` lands here."""
@@ -172,7 +182,7 @@ class WorkloadConfig:
 
 @dataclass
 class StreamWorkloadConfig(WorkloadConfig):
-    """Bandwidth stream (DESIGN §5): each active PE walks its own shard."""
+    """Bandwidth stream (DESIGN §5): each active PE walks a shard chosen by ``pattern``."""
 
     name: str = "stream"
     op: StreamOp = StreamOp.read
@@ -182,6 +192,11 @@ class StreamWorkloadConfig(WorkloadConfig):
     # A count of PEs, or the string "all".
     active_pes: Any = "all"
     outstanding: int = 4
+    pattern: StreamPattern = StreamPattern.local
+    # hotspot: the global index (sip, cube, pe order) of the PE every access targets.
+    hotspot_pe: int = 0
+    # uniform: seed of the generator that draws each access's target PE.
+    seed: int = 0
 
 
 @dataclass

@@ -74,6 +74,7 @@ NON_NEGATIVE: tuple[str, ...] = (
     "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
     "topology.pe.attrs.pe_cost_model.byte_cycles_recip",
     "workload.align_offset_bytes",
+    "workload.seed",
 )
 
 # Keys without a unit suffix the suffix limits cover, and their largest value.
@@ -335,6 +336,27 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
         )
 
 
+def _stream_pattern(cfg: KernBenchConfig) -> None:
+    """A pattern's target must exist: the hotspot PE, another PE in the cube, a next cube."""
+    pattern = get_key(cfg, "workload.pattern")
+    if pattern is ABSENT:
+        return
+    topo, w = cfg.topology, cfg.workload
+    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    if not 0 <= w.hotspot_pe < total:
+        raise ConfigError(
+            "workload.hotspot_pe", f"{w.hotspot_pe} is not a PE index in 0..{total - 1}"
+        )
+    if pattern.value == "neighbor" and topo.pes_per_cube < 2:
+        raise ConfigError(
+            "workload.pattern", "neighbor needs topology.pes_per_cube >= 2 (a next PE)"
+        )
+    if pattern.value == "cross_cube" and topo.n_sips * topo.cubes_per_sip < 2:
+        raise ConfigError(
+            "workload.pattern", "cross_cube needs 2 or more cubes (n_sips x cubes_per_sip)"
+        )
+
+
 RULES: tuple[Rule, ...] = (
     _no_unknown_keys,
     _finite,
@@ -352,4 +374,5 @@ RULES: tuple[Rule, ...] = (
     _access_fits_shard,
     _gqa_at_least_one,
     _gqa_shape,
+    _stream_pattern,
 )

@@ -6,13 +6,11 @@ with stated tolerances) -> :mod:`~kernbench.report.plots` (PNG files) ->
 :mod:`~kernbench.report.cli` (prints it all and writes it beside the table).
 """
 
-from kernbench.report.claims import Claim, check_bw_equivalence, check_dispatch_ratio
-from kernbench.report.tables import bw_equivalence_table, dispatch_ratio_table, load_results
+from kernbench.report.claims import Claim, check_dispatch_ratio
+from kernbench.report.tables import dispatch_ratio_table, load_results
 
 __all__ = [
     "Claim",
-    "bw_equivalence_table",
-    "check_bw_equivalence",
     "check_dispatch_ratio",
     "dispatch_ratio_table",
     "load_results",

@@ -7,15 +7,12 @@ the report says plainly where our numbers and the ADRs' differ (DESIGN §5).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
 
 from kernbench.report.tables import FIXED, LINEAR_FROM, MAPPING, RECIP
 
-# Study 1: aligned accesses see equal bandwidth under both mappings, within this.
-BW_EQUAL_TOL = 0.01
 # ADR-0064 / ADR-0065 reference figures for study 2.
 ADR_BYTES_PER_TILE = {"opt3": 232.0, "opt2": 380.0}
 ADR_COMMANDS_PER_TILE = {"opt3": 10, "opt2": 2}
@@ -42,41 +39,6 @@ class Claim:
     def line(self) -> str:
         verdict = {True: "HOLDS", False: "DOES NOT HOLD", None: "NOT TESTED"}[self.holds]
         return f"[{verdict}] {self.text}\n    {self.detail}"
-
-
-def check_bw_equivalence(table: pd.DataFrame) -> list[Claim]:
-    """Aligned points equal within 1%; 1:1 never beats n:1; where they part."""
-    ratio = table["ratio_1to1_n1"]
-    aligned = ratio[table["aligned"]]
-    worst = (aligned - 1).abs().max() if len(aligned) else math.nan
-    equal = Claim(
-        f"aligned accesses (size and offset multiples of N*g): |1:1 / n:1 - 1| <= "
-        f"{BW_EQUAL_TOL:.0%}",
-        bool(worst <= BW_EQUAL_TOL) if len(aligned) else None,
-        f"{len(aligned)} aligned configurations; largest deviation {worst:.2%}",
-    )
-    bound = Claim(
-        f"n:1 (one aggregate link) is an upper bound: 1:1 / n:1 <= 1 + {BW_EQUAL_TOL:.0%}",
-        bool((ratio <= 1 + BW_EQUAL_TOL).all()),
-        f"largest ratio {ratio.max():.4f} over {len(ratio)} configurations",
-    )
-    parted = table[~table["aligned"] & ((ratio - 1).abs() > BW_EQUAL_TOL)]
-    where = "none" if parted.empty else _worst_row(parted)
-    part = Claim(
-        f"the grid shows where they part: some unaligned (small or misaligned) access "
-        f"differs by more than {BW_EQUAL_TOL:.0%}",
-        not parted.empty,
-        f"{len(parted)} of {int((~table['aligned']).sum())} unaligned configurations do; "
-        f"lowest ratio: {where}",
-    )
-    return [equal, bound, part]
-
-
-def _worst_row(table: pd.DataFrame) -> str:
-    row = table.loc[table["ratio_1to1_n1"].idxmin()]
-    keys = [c for c in table.columns if "." in c]
-    where = ", ".join(f"{c.rsplit('.', 1)[-1]}={row[c]}" for c in keys)
-    return f"{row['ratio_1to1_n1']:.4f} at {where}"
 
 
 def check_dispatch_ratio(table: pd.DataFrame) -> list[Claim]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernbench.report import claims, plots, tables
+from kernbench.report import bw_equivalence, claims, plots, tables
 from kernbench.sweep import MERGED_FILE
 
 DEFAULT_ROOT = Path("outputs")
@@ -67,8 +67,8 @@ def report(df: pd.DataFrame, out_dir: Path) -> tuple[str, list[bool | None]]:
     lines = [f"{out_dir}: {len(df)} rows ({', '.join(f'{n} {s}' for s, n in counts.items())})"]
     verdicts: list[bool | None] = []
     studies = (
-        ("bandwidth equivalence", tables.bw_equivalence_table, claims.check_bw_equivalence,
-         plots.plot_bw_equivalence),
+        ("bandwidth equivalence", bw_equivalence.table, bw_equivalence.check,
+         bw_equivalence.plot),
         ("dispatch ratio", tables.dispatch_ratio_table, claims.check_dispatch_ratio,
          plots.plot_dispatch_ratio),
         ("simulator speed", tables.sim_speed_table, claims.check_sim_speed,

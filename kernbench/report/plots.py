@@ -1,8 +1,7 @@
 """PNG plots of the study tables (matplotlib, Agg backend: no display needed).
 
-Bandwidth equivalence: a grouped bar chart of both mappings' bandwidth per
-configuration, and a heat map of 1:1 / n:1 (configurations down, access size and
-offset across). Dispatch ratio: a heat map of opt3 / opt2 over FIXED x R, and bars of
+Bandwidth equivalence has its own module (:mod:`kernbench.report.bw_equivalence`).
+Dispatch ratio: a heat map of opt3 / opt2 over FIXED x R, and bars of
 dispatch cycles per tile against FIXED at each variant. Each function returns the
 paths it wrote.
 """
@@ -19,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from kernbench.report.tables import ACCESS, ALIGN, FIXED, RECIP  # noqa: E402
+from kernbench.report.tables import FIXED, RECIP  # noqa: E402
 
 
 def _label(row: pd.Series, keys: list[str]) -> str:
@@ -28,38 +27,6 @@ def _label(row: pd.Series, keys: list[str]) -> str:
 
 def _config_keys(table: pd.DataFrame, skip: tuple[str, ...] = ()) -> list[str]:
     return [c for c in table.columns if "." in c and c not in skip]
-
-
-def plot_bw_equivalence(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """``bw_equivalence_bandwidth.png`` and ``bw_equivalence_ratio.png``."""
-    return [_bw_bars(table, out_dir / "bw_equivalence_bandwidth.png"), _bw_heat(table, out_dir)]
-
-
-def _bw_bars(table: pd.DataFrame, path: Path) -> Path:
-    keys = _config_keys(table)
-    labels = [_label(row, keys) for _, row in table.iterrows()]
-    y = np.arange(len(table))
-    fig, ax = plt.subplots(figsize=(10, 0.28 * len(table) + 1.5))
-    ax.barh(y - 0.2, table["bw_n_to_one_gbs"], height=0.4, label="n:1")
-    ax.barh(y + 0.2, table["bw_one_to_one_gbs"], height=0.4, label="1:1")
-    ax.set_yticks(y, labels, fontsize=6)
-    ax.invert_yaxis()
-    ax.set_xlabel("effective bandwidth per active PE (GB/s)")
-    ax.set_title("Bandwidth equivalence: n:1 vs 1:1 per configuration")
-    ax.legend()
-    return _save(fig, path)
-
-
-def _bw_heat(table: pd.DataFrame, out_dir: Path) -> Path:
-    across = [k for k in (ACCESS, ALIGN) if k in table.columns]
-    down = _config_keys(table, skip=tuple(across))
-    grid = table.pivot_table(index=down, columns=across, values="ratio_1to1_n1")
-    rows = [_label(pd.Series(np.atleast_1d(i), index=down), down) for i in grid.index]
-    cols = ["/".join(map(str, np.atleast_1d(c))) for c in grid.columns]
-    title = "1:1 / n:1 effective bandwidth"
-    xlabel = " / ".join(k.rsplit(".", 1)[-1] for k in across)
-    path = out_dir / "bw_equivalence_ratio.png"
-    return _heat(grid.to_numpy(), rows, cols, title, xlabel, "configuration", path, "{:.3f}")
 
 
 def plot_dispatch_ratio(table: pd.DataFrame, out_dir: Path) -> list[Path]:

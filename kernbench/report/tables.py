@@ -58,31 +58,6 @@ def varying_config(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]
     return [c for c in keys if df[c].nunique(dropna=False) > 1]
 
 
-def bw_equivalence_table(df: pd.DataFrame) -> pd.DataFrame | None:
-    """n:1 and 1:1 effective bandwidth per configuration, their ratio, and whether the
-    configuration is *aligned* (access size and offset multiples of N·g).
-
-    None when the table does not hold stream rows under both mappings.
-    """
-    if WORKLOAD not in df or MAPPING not in df or _speed_sweep(df):
-        return None
-    ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")]
-    if ok.empty or set(ok[MAPPING]) != {"n_to_one", "one_to_one"}:
-        return None
-    keys = varying_config(ok, exclude=(MAPPING,))
-    wide = ok.pivot_table(index=keys, columns=MAPPING, values="effective_bw_gbs")
-    wide = wide.dropna().reset_index()  # a configuration with one mapping failed
-    extra = ok.drop_duplicates(keys)[[*keys, CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN]]
-    extra = extra.loc[:, ~extra.columns.duplicated()]
-    table = wide.merge(extra, on=keys, how="left")
-    stripe = table[CHANNELS_PER_PE] * table[GRANULE]
-    table["aligned"] = (table[ACCESS] % stripe == 0) & (table[ALIGN] % stripe == 0)
-    table = table.rename(columns={"n_to_one": "bw_n_to_one_gbs", "one_to_one": "bw_one_to_one_gbs"})
-    table["ratio_1to1_n1"] = table["bw_one_to_one_gbs"] / table["bw_n_to_one_gbs"]
-    cols = [*keys, "aligned", "bw_n_to_one_gbs", "bw_one_to_one_gbs", "ratio_1to1_n1"]
-    return table[cols]
-
-
 def dispatch_ratio_table(df: pd.DataFrame) -> pd.DataFrame | None:
     """Per (FIXED, R): each GQA variant's per-tile figures and opt3/opt2 dispatch.
 

@@ -1,10 +1,20 @@
 """The data plane: link reservation as arithmetic (DESIGN §3.2).
 
-A physical request of ``n`` bytes over links ``l1..lk`` starts at
-``S = max(now, free_at[l1..lk])``, holds each link until ``S + n / bw(li)`` and
-completes at ``S + Σ latency(li) + n / min bw(li)`` plus the memory's access
-latency. This is FIFO queueing per link with no SimPy events at all: whoever
-issues requests (PE_DMA) waits on one event for the last completion.
+A physical request of ``n`` bytes over links ``l1..lk`` issued at ``now`` starts at
+the earliest ``S >= now`` at which every link ``li`` is free for ``n / bw(li)``, holds
+each link for that long from ``S`` and completes at
+``S + Σ latency(li) + n / min bw(li)`` plus the memory's access latency. No SimPy
+events at all: whoever issues requests (PE_DMA) waits on one event for the last
+completion.
+
+Each link is free after ``free_at`` and in the *holes* before it: idle stretches left
+when a request had to wait for another, narrower or busier, link of its path. A later
+request that fits in a hole takes it, as a link's arbiter would serve whichever request
+is ready; without this, a PE waiting on its own 128 GB/s link would leave a shared
+256 GB/s HBM link idle for every other PE (a hotspot would deliver about 60% of the
+HBM's bandwidth). Where no link of a path has a hole — every path whose links have one
+bandwidth and one user, e.g. all ``local`` stream traffic — this is exactly
+``S = max(now, free_at[l1..lk])``, FIFO per link, and that case takes a fast path.
 """
 
 from __future__ import annotations
@@ -18,8 +28,8 @@ PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, cha
 
 
 class Fabric:
-    """Per-link ``free_at`` times and bytes carried (a link's busy time is its bytes over
-    its bandwidth); optionally a log of every reservation (for tests)."""
+    """Per-link ``free_at`` times, holes and bytes carried (a link's busy time is its
+    bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every reservation."""
 
     def __init__(
         self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
@@ -28,7 +38,14 @@ class Fabric:
         self.bw = [lk.bw_gbs for lk in graph.links]
         self.access_latency_ns = access_latency_ns
         self.bytes_carried = [0] * len(graph.links)
+        # Per link: idle (start, end) stretches before free_at, sorted; links with any.
+        self.holes: list[list[tuple[float, float]]] = [[] for _ in graph.links]
+        self._holed = 0
         self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
+
+    def busy_ns(self) -> list[float]:
+        """Time each link has spent carrying bytes, by link id."""
+        return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
 
     def book(
         self,
@@ -46,13 +63,22 @@ class Fabric:
         for req in requests:
             route, nbytes = routes[req[0]], req[2]
             links = route.link_ids
-            start = now
-            for i in links:
-                if free_at[i] > start:
-                    start = free_at[i]
-            for i in links:
-                free_at[i] = start + nbytes / bw[i]
-                carried[i] += nbytes
+            if self._holed:
+                start = self._fit(links, nbytes, now)
+                for i in links:
+                    self._take(i, start, start + nbytes / bw[i], now)
+                    carried[i] += nbytes
+            else:
+                start = now
+                for i in links:
+                    if free_at[i] > start:
+                        start = free_at[i]
+                for i in links:
+                    free = free_at[i]
+                    if free < start and now < start:  # waits for another link: a hole
+                        self._open(i, free if free > now else now, start)
+                    free_at[i] = start + nbytes / bw[i]
+                    carried[i] += nbytes
             if log is not None:
                 log.extend((i, start, start + nbytes / bw[i], nbytes) for i in links)
             done = start + route.latency_ns + nbytes / route.min_bw_gbs + access
@@ -61,3 +87,49 @@ class Fabric:
             if trace is not None:
                 trace(req, start, done)
         return end
+
+    def _fit(self, links: tuple[int, ...], nbytes: int, now: float) -> float:
+        """The earliest start >= ``now`` at which every link is free for its share: each
+        link in turn moves the start to its own earliest fit until none moves it."""
+        start, moved = now, True
+        while moved:
+            moved = False
+            for i in links:
+                at = self._earliest(i, start, nbytes / self.bw[i], now)
+                if at > start:
+                    start, moved = at, True
+        return start
+
+    def _earliest(self, i: int, t: float, hold: float, now: float) -> float:
+        """The earliest time >= ``t`` at which link ``i`` is free for ``hold`` ns."""
+        holes = self.holes[i]
+        while holes and holes[0][1] <= now:  # behind every future request: forget it
+            holes.pop(0)
+            self._holed -= not holes
+        for a, b in holes:
+            s = a if a > t else t
+            if s + hold <= b:
+                return s
+        return t if t > self.free_at[i] else self.free_at[i]
+
+    def _take(self, i: int, start: float, stop: float, now: float) -> None:
+        """Reserve ``[start, stop)`` on link ``i``: from a hole, or from ``free_at``."""
+        free = self.free_at[i]
+        if start >= free:
+            idle = free if free > now else now
+            if idle < start:
+                self._open(i, idle, start)
+            self.free_at[i] = stop
+            return
+        holes = self.holes[i]
+        k = next(k for k, (a, b) in enumerate(holes) if a <= start and stop <= b)
+        a, b = holes.pop(k)
+        rest = [(x, y) for x, y in ((a, start), (stop, b)) if y > x]
+        holes[k:k] = rest
+        self._holed -= not holes
+
+    def _open(self, i: int, a: float, b: float) -> None:
+        """Record link ``i`` idle over ``[a, b)`` (before its ``free_at``)."""
+        holes = self.holes[i]
+        self._holed += not holes
+        holes.append((a, b))

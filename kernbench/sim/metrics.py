@@ -1,8 +1,9 @@
-"""Per-PE measurements a workload turns into result columns (DESIGN §3.4, §8).
+"""Measurements a workload turns into result columns (DESIGN §3.4, §8).
 
-This module owns how utilisation and per-command dispatch are *measured* from a run:
-utilisation is a component's busy time over the kernel latency, and dispatch figures
-are what PE_CPU actually paid, observed at the point of payment. It must not compute
+This module owns how utilisation, per-command dispatch and traffic are *measured* from
+a run: utilisation is a component's busy time over the kernel latency, dispatch
+figures are what PE_CPU actually paid, observed at the point of payment, and bytes
+moved and link utilisation are what the fabric carried (:class:`LaunchUsage`). It must not compute
 anything from the ADR-0064 formula itself: tests check the measurements against the
 formula, which only means something if the two are independent.
 """
@@ -15,7 +16,8 @@ from kernbench.commands import PeCommand
 from kernbench.sim.cost_model import DispatchCostModel
 
 if TYPE_CHECKING:
-    from kernbench.sim.system import PeUnit
+    from kernbench.sim.system import PeUnit, System
+    from kernbench.topology.names import PeId
 
 ENGINES = ("gemm", "math", "dma")
 
@@ -76,3 +78,53 @@ def bottleneck(row: dict[str, float]) -> str:
     """The component with the highest utilisation (``cpu``, ``gemm``, ``math`` or ``dma``)."""
     keys = [f"{name}_utilization" for name in ("cpu", *ENGINES)]
     return max(keys, key=lambda k: row[k]).removesuffix("_utilization")
+
+
+class LaunchUsage:
+    """What the fabric and each PE's DMA carried from the moment this is built: the
+    measured side of a stream row (bytes moved, per-PE bandwidth, the busiest link).
+
+    Counters are cumulative in the simulator, so this keeps their values at the start
+    and reports differences: only the launch's own traffic counts.
+    """
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self._links = list(system.fabric.bytes_carried)
+        self._pes = [pe.dma.bytes_moved for pe in system.pes]
+        self._accesses = [pe.dma.stages_done for pe in system.pes]
+
+    def link_bytes(self) -> list[int]:
+        """Bytes each link carried since the start, by link id."""
+        now = self.system.fabric.bytes_carried
+        return [b - b0 for b, b0 in zip(now, self._links, strict=True)]
+
+    def memory_bytes(self) -> int:
+        """Bytes that reached or left HBM: each request crosses exactly one router's
+        link into its cube's HBM controller, so this counts every request once."""
+        carried = self.link_bytes()
+        return sum(carried[lk.id] for lk in self.system.graph.hbm_link.values())
+
+    def pe_bytes(self, pe: PeId) -> int:
+        """Bytes PE ``pe``'s DMA engine moved since the start (reads plus writes)."""
+        return self.system.pes[pe.index].dma.bytes_moved - self._pes[pe.index]
+
+    def accesses(self) -> int:
+        """DMA accesses completed by every PE since the start."""
+        return sum(pe.dma.stages_done for pe in self.system.pes) - sum(self._accesses)
+
+    def busiest_link(self, interval_ns: float) -> tuple[str, float]:
+        """The link with the highest utilisation (busy time = bytes / bandwidth, over
+        ``interval_ns``), named ``src->dst``. Ties go to a link into HBM, then to the
+        lowest id, so a run always names the same link."""
+        graph, fabric = self.system.graph, self.system.fabric
+        into_hbm = {lk.id for lk in graph.hbm_link.values()}
+        busy = [b / bw for b, bw in zip(self.link_bytes(), fabric.bw, strict=True)]
+        best = max(range(len(busy)), key=lambda i: (busy[i], i in into_hbm, -i))
+        link = graph.links[best]
+        return f"{link.src}->{link.dst}", busy[best] / interval_ns if interval_ns > 0 else 0.0
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(min, mean, max) of ``values``."""
+    return min(values), sum(values) / len(values), max(values)

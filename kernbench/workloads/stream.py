@@ -1,10 +1,18 @@
-"""The bandwidth stream (DESIGN §5): every active PE walks its own shard.
+"""The bandwidth stream (DESIGN §5): every active PE walks a shard chosen by a pattern.
 
-Each PE reads (or writes, or copies) ``bytes_per_pe`` in accesses of
-``access_bytes`` starting ``align_offset_bytes`` into its shard, keeping
-``outstanding`` accesses in flight by rotating that many local buffers (a DMA owns
-its buffer until it completes). The analytic peak is the PE's N channels at the
-channel bandwidth.
+Each PE reads (or writes, or copies) ``bytes_per_pe`` in accesses of ``access_bytes``
+starting ``align_offset_bytes`` into the shard of the PE its pattern targets
+(:mod:`kernbench.workloads.patterns`; ``local``, its own, is the default), keeping
+``outstanding`` accesses in flight by rotating that many local buffers (a DMA owns its
+buffer until it completes). Remote shards are reached over the graph's real routes,
+so PEs contend for routers, HBM links, PE<->NOC, NOC<->NOC and PCIe links.
+
+Every figure of the row is measured (:class:`~kernbench.sim.metrics.LaunchUsage`):
+bytes moved are what reached HBM, per-PE bandwidth is what each PE's DMA moved over
+its own time, and the busiest link is the most utilised link of the launch. The
+analytic peaks are the PE's N channels at the channel bandwidth
+(``peak_bw_per_pe_gbs``) and that times the PEs whose memory the pattern targets
+(``peak_aggregate_bw_gbs``: one PE's under ``hotspot``).
 """
 
 from __future__ import annotations
@@ -14,7 +22,9 @@ from typing import Any
 from kernbench import tl
 from kernbench.config.schema import StreamOp, StreamWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
+from kernbench.sim.metrics import LaunchUsage, spread
 from kernbench.sim.system import System
+from kernbench.workloads import patterns
 
 
 def stream_kernel(
@@ -25,32 +35,43 @@ def stream_kernel(
     total_bytes: int,
     align_offset: int,
     outstanding: int,
+    owners: patterns.Owners,
 ) -> None:
+    """Program ``pid`` walks the shard of ``owners[pid]`` (one PE index for every
+    access, or a list with one per access); copies write the same owner's ``dst``."""
     pid = tl.program_id(0)
-    src_base = src.shard_ptr(pid) + align_offset
-    dst_base = dst.shard_ptr(pid) + align_offset if dst is not None else 0
+    mine = owners[pid]
+    per_access = isinstance(mine, list)
+    src_at = [s + align_offset for s in _pointers(src)]
+    dst_at = [s + align_offset for s in _pointers(dst)] if dst is not None else src_at
     bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(outstanding)]
     reads, copies = op is not StreamOp.write, op is StreamOp.copy
     shape = (access_bytes,)
     full, tail = divmod(total_bytes, access_bytes)
     for i in range(full):  # the hot loop of every stream run: kept minimal
+        owner = mine[i] if per_access else mine
         offset = i * access_bytes
         buf = bufs[i % outstanding]
         if reads:
-            tl.load(src_base + offset, shape, 1, buf)
+            tl.load(src_at[owner] + offset, shape, 1, buf)
             if copies:
-                tl.store(dst_base + offset, buf)
+                tl.store(dst_at[owner] + offset, buf)
         else:
-            tl.store(src_base + offset, buf)
+            tl.store(src_at[owner] + offset, buf)
     if tail:
+        owner = mine[full] if per_access else mine
         offset = full * access_bytes
         buf = tl.zeros((tail,), dtype_bytes=1)
         if reads:
-            tl.load(src_base + offset, (tail,), 1, buf)
+            tl.load(src_at[owner] + offset, (tail,), 1, buf)
             if copies:
-                tl.store(dst_base + offset, buf)
+                tl.store(dst_at[owner] + offset, buf)
         else:
-            tl.store(src_base + offset, buf)
+            tl.store(src_at[owner] + offset, buf)
+
+
+def _pointers(t: Tensor) -> list[int]:
+    return [t.shard_ptr(i) for i in range(len(t.shards))]
 
 
 def active_pe_count(w: StreamWorkloadConfig, total: int) -> int:
@@ -58,14 +79,19 @@ def active_pe_count(w: StreamWorkloadConfig, total: int) -> int:
 
 
 def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
-    topo = system.cfg.topology
-    mm = topo.cube.memory_map
-    n_pes = active_pe_count(w, len(system.graph.pes))
+    """Deploy the tensors over every PE the pattern touches, launch, measure."""
+    graph = system.graph
+    n_pes = active_pe_count(w, len(graph.pes))
+    active = graph.pes[:n_pes]
+    accesses = -(-w.bytes_per_pe // w.access_bytes)
+    owners = patterns.owners(w, system.cfg.topology, active, accesses)
+    span = patterns.holders(owners, n_pes)
     with RuntimeContext(system) as ctx:
         shard = w.bytes_per_pe + w.align_offset_bytes
-        policy = DPPolicy("column_wise", n_pes)
-        src = ctx.deploy(shard * n_pes, policy, "src")
-        dst = ctx.deploy(shard * n_pes, policy, "dst") if w.op is StreamOp.copy else None
+        policy = DPPolicy("column_wise", span)
+        src = ctx.deploy(shard * span, policy, "src")
+        dst = ctx.deploy(shard * span, policy, "dst") if w.op is StreamOp.copy else None
+        usage = LaunchUsage(system)
         start = system.env.now
         ends = ctx.launch(
             stream_kernel,
@@ -77,22 +103,29 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
             w.bytes_per_pe,
             w.align_offset_bytes,
             w.outstanding,
+            owners,
         )
-    per_pe_bytes = w.bytes_per_pe * (2 if w.op is StreamOp.copy else 1)
     sim_time = max(ends.values()) - start
-    per_pe_bw = [per_pe_bytes / (end - start) for end in ends.values()]
-    peak = system.graph.channels_per_pe * mm.hbm_channel_bw_gbs
-    effective = sum(per_pe_bw) / len(per_pe_bw)
-    accesses = -(-w.bytes_per_pe // w.access_bytes) * (2 if w.op is StreamOp.copy else 1)
+    per_pe = [usage.pe_bytes(pe) / (ends[pe.index] - start) for pe in active]
+    low, mean, high = spread(per_pe)
+    moved = usage.memory_bytes()
+    link, link_util = usage.busiest_link(sim_time)
+    mm = system.cfg.topology.cube.memory_map
+    peak = graph.channels_per_pe * mm.hbm_channel_bw_gbs
     return {
         "active_pe_count": n_pes,
-        "accesses": accesses * n_pes,
+        "accesses": usage.accesses(),
         "sim_time_ns": sim_time,
-        "bytes_moved": per_pe_bytes * n_pes,
-        "effective_bw_gbs": effective,
-        "aggregate_bw_gbs": per_pe_bytes * n_pes / sim_time,
-        "peak_bw_gbs": peak,
-        "bw_efficiency": effective / peak,
+        "bytes_moved": moved,
+        "effective_bw_gbs": mean,
+        "effective_bw_min_gbs": low,
+        "effective_bw_max_gbs": high,
+        "aggregate_bw_gbs": moved / sim_time,
+        "peak_bw_per_pe_gbs": peak,
+        "peak_aggregate_bw_gbs": peak * len(patterns.targeted(owners)),
+        "bw_efficiency": mean / peak,
+        "busiest_link": link,
+        "busiest_link_utilization": link_util,
         # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
         "install_latency_ns": src.install_latency_ns,
     }

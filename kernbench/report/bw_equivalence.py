@@ -1,0 +1,270 @@
+"""Study 1, bandwidth equivalence (DESIGN §5, ADR-0011): its table, claims and plots.
+
+Data path: a sweep's stream rows under both channel mappings -> :func:`table` (one row
+per configuration: n:1 and 1:1 per-PE bandwidth side by side, their ratio, whether the
+access is aligned to N·g, and the busiest link under each mapping) -> :func:`check`
+(ADR-0011's claim on uncontended aligned accesses, then per traffic pattern whether
+the mappings agree for aligned and for misaligned accesses, by how much at worst,
+where, and the bottleneck link) -> :func:`plot` (PNG files).
+
+Claims count *distinct* configurations: rows that differ only in a key that changes
+no figure (e.g. 4 or 8 PEs each reading its own N = 8 channels) are one configuration.
+A claim with no row to test is NOT TESTED, never DOES NOT HOLD.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from kernbench.report.claims import Claim  # noqa: E402
+from kernbench.report.tables import (  # noqa: E402
+    ACCESS,
+    ALIGN,
+    CHANNELS_PER_PE,
+    GRANULE,
+    MAPPING,
+    WORKLOAD,
+    varying_config,
+)
+from kernbench.results import STATUS_OK  # noqa: E402
+
+PATTERN = "workload.pattern"
+ACTIVE = "workload.active_pes"
+PES = "topology.pes_per_cube"
+# The mappings agree when their per-PE bandwidths differ by at most this.
+BW_EQUAL_TOL = 0.01
+N1, ONE = "bw_n_to_one_gbs", "bw_one_to_one_gbs"
+RATIO = "ratio_1to1_n1"
+BOTTLENECK = "bottleneck"
+PSEUDO = "topology.cube.memory_map.hbm_pseudo_channels"
+
+
+def table(df: pd.DataFrame) -> pd.DataFrame | None:
+    """n:1 and 1:1 per-PE bandwidth per configuration, their ratio, the access class
+    (``aligned``: size and offset multiples of N·g; ``< stripe``; ``misaligned``) and the
+    busiest link as a link class (:func:`link_class`; ``n:1 | 1:1`` where they differ).
+    None unless the table holds stream rows under both mappings."""
+    if WORKLOAD not in df or MAPPING not in df or _speed_sweep(df):
+        return None
+    ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")].copy()
+    if ok.empty or set(ok[MAPPING]) != {"n_to_one", "one_to_one"}:
+        return None
+    for col, default in ((PATTERN, "local"), (ACTIVE, "all"), ("busiest_link", "")):
+        ok[col] = ok[col].astype(str) if col in ok else default  # older rows: no patterns
+    keys = varying_config(ok, exclude=(MAPPING,)) or [ACCESS]
+    out = _classify(_paired(ok, keys))
+    # pseudo-channels = PEs x N; the granule and offset are in the access class
+    hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO)
+    shown = [k for k in keys if k not in hidden]
+    cols = [*shown, CHANNELS_PER_PE, PATTERN, ACTIVE, "access_class", N1, ONE, RATIO, BOTTLENECK]
+    order = [c for c in (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN) if c in cols]
+    return out[cols].sort_values(order, kind="stable").reset_index(drop=True)
+
+
+def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """One row per configuration (``keys``) with each mapping's bandwidth and busiest
+    link side by side, and the inputs the classes need; configurations that lack a
+    mapping (it failed) are dropped."""
+    values = ["effective_bw_gbs", "busiest_link"]
+    wide = ok.pivot_table(index=keys, columns=MAPPING, values=values, aggfunc="first")
+    wide.columns = [f"{v}_{m}" for v, m in wide.columns]
+    wide = wide.dropna().reset_index()
+    needed = (CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN, PATTERN, ACTIVE)
+    inputs = [c for c in needed if c not in keys]
+    return wide.merge(ok.drop_duplicates(keys)[[*keys, *inputs]], on=keys, how="left")
+
+
+def _classify(out: pd.DataFrame) -> pd.DataFrame:
+    """Add the access class, both bandwidths, their ratio and the bottleneck."""
+    stripe = out[CHANNELS_PER_PE] * out[GRANULE]
+    aligned = (out[ACCESS] % stripe == 0) & (out[ALIGN] % stripe == 0)
+    small = np.where(out[ACCESS] < stripe, "< stripe", "misaligned")
+    out["access_class"] = np.where(aligned, "aligned", small)
+    out[N1] = out["effective_bw_gbs_n_to_one"].astype(float)
+    out[ONE] = out["effective_bw_gbs_one_to_one"].astype(float)
+    out[RATIO] = out[ONE] / out[N1]
+    links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
+    out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]
+    return out
+
+
+def _speed_sweep(df: pd.DataFrame) -> bool:
+    """Whether the rows measure the simulator (``sim_speed``), not the model."""
+    return "speed_ratio" in df and bool(df["speed_ratio"].notna().any())
+
+
+def link_class(name: str) -> str:
+    """A busiest-link name (``src->dst``) as the kind of link it is, e.g. ``HBM pe0``
+    (a PE's router link into HBM: the aggregate, or a channel under 1:1), ``PE->NOC``,
+    ``NOC->NOC``, ``NOC->router``, ``PCIe``."""
+    if not isinstance(name, str) or "->" not in name:
+        return "n/a"  # rows from before the busiest link was measured
+    src, dst = name.split("->")
+    if dst.endswith("hbm_ctrl"):
+        return f"HBM {src.split('.')[2]}"
+    kinds = {"dma": "PE", "noc": "NOC", "pcie_ep": "PCIe", "host": "PCIe"}
+    a, b = (kinds.get(n.rsplit(".", 1)[-1], "router") for n in (src, dst))
+    return "PCIe" if "PCIe" in (a, b) else f"{a}->{b}"
+
+
+def _bottleneck(n_to_one: str, one_to_one: str) -> str:
+    """The busiest link's class: one name when both mappings agree, else ``n:1 | 1:1``."""
+    a, b = link_class(n_to_one), link_class(one_to_one)
+    return a if a == b else f"{a} | {b}"
+
+
+# What sets a configuration's figures, and the figures: rows equal in all are one.
+DISTINCT = (CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN, N1, ONE)
+
+
+def distinct(rows: pd.DataFrame) -> int:
+    """Configurations that differ in a figure-setting input or in a figure."""
+    return len(rows.drop_duplicates([c for c in DISTINCT if c in rows]))
+
+
+def check(table: pd.DataFrame) -> list[Claim]:
+    """ADR-0011 on local aligned accesses, the n:1 bound, then per pattern: aligned and
+    misaligned agreement, worst difference and where, bottleneck links."""
+    aligned = table["access_class"] == "aligned"
+    local = table[aligned & (table[PATTERN] == "local")]
+    claims = [_agree(local, "ADR-0011: local aligned accesses")]
+    ratio = table[RATIO]
+    claims.append(
+        Claim(
+            f"n:1 (one aggregate link) is an upper bound: 1:1 / n:1 <= 1 + {BW_EQUAL_TOL:.0%}",
+            bool((ratio <= 1 + BW_EQUAL_TOL).all()) if len(table) else None,
+            f"largest ratio {ratio.max():.4f} over {distinct(table)} configurations"
+            + (f"; {_where(table, table[RATIO].idxmax())}" if len(table) else ""),
+        )
+    )
+    for pattern in sorted(set(table[PATTERN])):
+        this = table[PATTERN] == pattern
+        claims.append(_agree(table[this & aligned], f"{pattern}, aligned"))
+        claims.append(_agree(table[this & ~aligned], f"{pattern}, misaligned or small"))
+    return claims
+
+
+def _agree(rows: pd.DataFrame, what: str) -> Claim:
+    """Whether 1:1 and n:1 agree within the tolerance on ``rows``; the worst case,
+    where it is, and the busiest links."""
+    text = f"{what}: 1:1 and n:1 per-PE bandwidth agree within {BW_EQUAL_TOL:.0%}"
+    if rows.empty:
+        return Claim(text, None, "no configuration of this kind in the sweep")
+    dev = (rows[RATIO] - 1).abs()
+    worst = dev.idxmax()
+    detail = (
+        f"{distinct(rows)} distinct configurations; worst |1:1/n:1 - 1| = {dev[worst]:.2%}"
+        f" ({_where(rows, worst)}); bottleneck: {_bottlenecks(rows)}"
+    )
+    return Claim(text, bool(dev.max() <= BW_EQUAL_TOL), detail)
+
+
+def _where(rows: pd.DataFrame, index: int) -> str:
+    row = rows.loc[index]
+    keys = [c for c in (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN) if c in rows]
+    where = ", ".join(f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}" for k in keys)
+    return f"ratio {row[RATIO]:.4f} at {where}: n:1 {row[N1]:.4g}, 1:1 {row[ONE]:.4g} GB/s"
+
+
+def _fmt(value: object) -> str:
+    """A config value as typed: ``8``, not ``8.0`` (NaN-padded columns are floats)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _bottlenecks(rows: pd.DataFrame) -> str:
+    """The busiest link classes (``n:1 | 1:1`` where the mappings differ) and how many
+    distinct configurations each bounds."""
+    counts = rows.drop_duplicates([c for c in DISTINCT if c in rows])[BOTTLENECK].value_counts()
+    return ", ".join(f"{k} ({v})" for k, v in counts.items())
+
+
+SIZE_COLOURS = {"aligned": "tab:blue", "misaligned": "tab:orange", "< stripe": "tab:green"}
+
+
+def _case(row: pd.Series) -> str:
+    active = f", {row[ACTIVE]} PE" if str(row[ACTIVE]) != "all" else ""
+    return f"{row[PATTERN]}{active}"
+
+
+def _shape(row: pd.Series) -> str:
+    pes = f"{row[PES]} PEs, " if PES in row else ""
+    return f"{pes}N={row[CHANNELS_PER_PE]}"
+
+
+def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """``bw_equivalence_bandwidth.png`` (per traffic case, 1:1 against n:1 bandwidth:
+    on the diagonal they agree) and ``bw_equivalence_ratio.png`` (heat map of 1:1 / n:1,
+    traffic case and access size across, PE count and N down)."""
+    t = table.copy()
+    t["size"] = t["access_class"]
+    t["case"] = t.apply(_case, axis=1)
+    t["shape"] = t.apply(_shape, axis=1)
+    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png"), _heat(t, out_dir)]
+
+
+def _scatter(t: pd.DataFrame, path: Path) -> Path:
+    """One panel per traffic case: 1:1 against n:1, colour = access class, marker =
+    shape; one legend for the figure."""
+    cases = list(dict.fromkeys(t["case"]))
+    cols = min(3, len(cases))
+    rows = math.ceil(len(cases) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4 * rows), squeeze=False)
+    markers = dict(zip(dict.fromkeys(t["shape"]), "osD^v<>p*h", strict=False))
+    for ax, case in zip(axes.flat, cases, strict=False):
+        _panel(ax, t[t["case"] == case], markers)
+        ax.set_title(case)
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.axis("off")
+    handles = (zip(*ax.get_legend_handles_labels(), strict=True) for ax in axes.flat)
+    legend = {lab: h for pairs in handles for h, lab in pairs}
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4, fontsize=8,
+               frameon=False)  # fmt: skip
+    fig.suptitle("1:1 against n:1 per traffic case (on the dashed diagonal they agree)")
+    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(legend) / 4), 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str]) -> None:
+    for (size, shape), g in part.groupby(["size", "shape"], sort=False):
+        ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
+                   label=f"{size}, {shape}", alpha=0.8)  # fmt: skip
+    top = max(part[N1].max(), part[ONE].max()) * 1.1
+    ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
+    ax.set(xlim=(0, top), ylim=(0, top))
+    ax.set_xlabel("n:1 per-PE bandwidth (GB/s)")
+    ax.set_ylabel("1:1 per-PE bandwidth (GB/s)")
+
+
+def _heat(t: pd.DataFrame, out_dir: Path) -> Path:
+    grid = t.pivot_table(index="shape", columns=["case", "size"], values=RATIO, aggfunc="first")
+    values = grid.to_numpy(dtype=float)
+    span = max(float(np.nanmax(np.abs(values - 1))), BW_EQUAL_TOL)
+    fig, ax = plt.subplots(figsize=(0.75 * values.shape[1] + 3.5, 0.55 * values.shape[0] + 2.6))
+    image = ax.imshow(values, cmap="RdBu", vmin=1 - span, vmax=1 + span, aspect="auto")
+    ax.set_xticks(range(values.shape[1]), [f"{c}\n{s}" for c, s in grid.columns], fontsize=8,
+                  rotation=60, ha="right")  # fmt: skip
+    ax.set_yticks(range(values.shape[0]), list(grid.index), fontsize=9)
+    for (i, j), v in np.ndenumerate(values):
+        if np.isfinite(v):
+            dark = abs(v - 1) > span / 2
+            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")  # fmt: skip
+    ax.set(title="1:1 / n:1 per-PE bandwidth (1 = the mappings agree)",
+           xlabel="traffic case / access size", ylabel="PEs per cube, channels per PE")  # fmt: skip
+    fig.colorbar(image, ax=ax, label="1:1 / n:1 per-PE bandwidth")
+    fig.tight_layout()
+    path = out_dir / "bw_equivalence_ratio.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
