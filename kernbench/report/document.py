@@ -1,0 +1,97 @@
+"""The report as text: the general section for any rows, then each study found.
+
+:func:`build` turns a result table into :class:`~kernbench.report.study.Section`
+objects (writing the plots as it goes); :func:`render_text` prints them, and
+:mod:`kernbench.report.html` renders the same sections as one self-contained page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from kernbench.cli.suggest import did_you_mean
+from kernbench.errors import KernBenchError
+from kernbench.report.general import Overview, constants_text, default_metric, overview
+from kernbench.report.metric_plot import PlotError, choose_axes, plot_metric
+from kernbench.report.study import STUDIES, Section, study_section
+from kernbench.results import STATUS_OK
+
+
+class ReportError(KernBenchError):
+    """Nothing to report, or an option that names no column."""
+
+
+@dataclass(frozen=True)
+class PlotChoice:
+    """What the general plot shows (``--metric``, ``--x``, ``--hue``); None: default."""
+
+    metric: str | None = None
+    x: str | None = None
+    hue: str | None = None
+
+
+def build(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> list[Section]:
+    """Every section for ``df``: the general one, then each study the rows hold."""
+    if df.empty:
+        raise ReportError("the table has no rows")
+    if not (df["status"] == STATUS_OK).any():
+        first = df["error"].dropna().iloc[0] if df["error"].notna().any() else "no message"
+        raise ReportError(f"all {len(df)} points failed; the first: {first}")
+    sections = [general_section(df, out_dir, choice)]
+    found = (study_section(s, df, out_dir) for s in STUDIES)
+    return sections + [s for s in found if s is not None]
+
+
+def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Section:
+    ov = overview(df)
+    ok = df[df["status"] == STATUS_OK]
+    swept = ", ".join(f"{k} ({df[k].astype(str).nunique()})" for k in ov.swept) or "nothing"
+    section = Section(f"all points ({ov.rows} rows, {ov.ok} ok)", table=ov.table)
+    section.lines = [f"swept: {swept}", "constant: " + "\n  ".join(constants_text(ov.constants))]
+    section.notes = [f"error: {e}" for e in ov.errors]
+    try:
+        section.plots = _general_plot(ok, ov, out_dir, choice)
+    except PlotError as exc:
+        section.notes.append(f"no plot: {exc}")
+    return section
+
+
+def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotChoice) -> list[Path]:
+    columns = list(ok.columns)
+    metric = resolve("--metric", choice.metric, columns) or default_metric(ok, ov.metrics)
+    x = resolve("--x", choice.x, ov.swept)
+    hue = resolve("--hue", choice.hue, ov.swept)
+    axes = [a for a in ov.axes if a not in (x, hue)]
+    x, hue, facets = choose_axes(ok, [*([x] if x else []), *([hue] if hue else []), *axes], x, hue)
+    if metric is None or x is None:
+        raise PlotError("one configuration: nothing varies to plot against")
+    name = metric if "." not in metric else metric.rsplit(".", 1)[-1]
+    return [plot_metric(ok, metric, x, hue, facets, out_dir / f"report_{name}.png")]
+
+
+def resolve(option: str, name: str | None, columns: list[str]) -> str | None:
+    """The column ``name`` means: itself, or the one column whose last part it is."""
+    if name is None or name in columns:
+        return name
+    matches = [c for c in columns if c.rsplit(".", 1)[-1] == name]
+    if len(matches) == 1:
+        return matches[0]
+    hint = f" (it could be {' or '.join(matches)})" if matches else did_you_mean(name, columns)
+    raise ReportError(f"{option} {name}: no such column among these{hint}")
+
+
+def render_text(header: str, sections: list[Section]) -> str:
+    """The printed report (also ``report.txt``)."""
+    lines = [header]
+    for section in sections:
+        lines += ["", f"== {section.title} ==", *section.lines]
+        if section.table is not None:
+            lines.append(section.table.to_string(index=False))
+        lines += [c.line() for c in section.claims]
+        lines += section.notes
+        if section.plots:
+            lines.append("plots: " + ", ".join(p.name for p in section.plots))
+    return "\n".join(lines)
