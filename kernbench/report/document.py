@@ -14,7 +14,14 @@ import pandas as pd
 
 from kernbench.cli.suggest import did_you_mean
 from kernbench.errors import KernBenchError
-from kernbench.report.general import Overview, constants_text, default_metric, overview
+from kernbench.report.general import (
+    Overview,
+    constants_text,
+    default_metric,
+    independent_axes,
+    overview,
+    swept_keys,
+)
 from kernbench.report.metric_plot import PlotError, choose_axes, plot_metric
 from kernbench.report.study import STUDIES, Section, study_section
 from kernbench.results import STATUS_OK
@@ -60,19 +67,26 @@ def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Sect
 
 
 def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotChoice) -> list[Path]:
-    columns = list(ok.columns)
-    metric = resolve("--metric", choice.metric, columns) or default_metric(ok, ov.metrics)
-    x = resolve("--x", choice.x, ov.swept)
-    hue = resolve("--hue", choice.hue, ov.swept)
-    axes = [a for a in ov.axes if a not in (x, hue)]
-    x, hue, facets = choose_axes(ok, [*([x] if x else []), *([hue] if hue else []), *axes], x, hue)
-    if metric is None or x is None:
+    metric = resolve("--metric", choice.metric, list(ok.columns)) or default_metric(ok, ov.metrics)
+    if metric is None:
+        raise PlotError("no numeric metric in these rows")
+    data = ok[ok[metric].notna()]  # rows of the workloads that have this metric
+    swept = swept_keys(data)
+    data = data.astype({k: object for k in swept}).fillna({k: "none" for k in swept})
+    x = resolve("--x", choice.x, swept, "a swept key")
+    hue = resolve("--hue", choice.hue, swept, "a swept key")
+    given = [k for k in (x, hue) if k]
+    axes = [*given, *(a for a in independent_axes(data, swept) if a not in given)]
+    x, hue, facets = choose_axes(data, axes, x, hue)
+    if x is None:
         raise PlotError("one configuration: nothing varies to plot against")
-    name = metric if "." not in metric else metric.rsplit(".", 1)[-1]
-    return [plot_metric(ok, metric, x, hue, facets, out_dir / f"report_{name}.png")]
+    name = metric.rsplit(".", 1)[-1]
+    return [plot_metric(data, metric, x, hue, facets, out_dir / f"report_{name}.png")]
 
 
-def resolve(option: str, name: str | None, columns: list[str]) -> str | None:
+def resolve(
+    option: str, name: str | None, columns: list[str], what: str = "a column"
+) -> str | None:
     """The column ``name`` means: itself, or the one column whose last part it is."""
     if name is None or name in columns:
         return name
@@ -80,7 +94,7 @@ def resolve(option: str, name: str | None, columns: list[str]) -> str | None:
     if len(matches) == 1:
         return matches[0]
     hint = f" (it could be {' or '.join(matches)})" if matches else did_you_mean(name, columns)
-    raise ReportError(f"{option} {name}: no such column among these{hint}")
+    raise ReportError(f"{option} {name}: not {what} of these rows{hint}")
 
 
 def render_text(header: str, sections: list[Section]) -> str:

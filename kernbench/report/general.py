@@ -108,7 +108,8 @@ def overview(df: pd.DataFrame) -> Overview:
     metrics = main_metrics(ok)
     constants = {c: df[c].iloc[0] for c in config_keys(df) if c not in swept}
     shown = [m for m in metrics if ok[m].astype(str).nunique() > 1 or len(ok) < 2]
-    constants |= {m: ok[m].iloc[0] for m in metrics if m not in shown and len(ok)}
+    steady = [m for m in metric_columns(ok) if m not in shown and ok[m].notna().any()]
+    constants |= {m: ok[m].dropna().iloc[0] for m in steady if ok[m].astype(str).nunique() == 1}
     columns = [*swept, *(["status"] if len(ok) < len(df) else []), *shown]
     table = df[columns].sort_values(swept, key=natural_order) if swept else df[columns]
     errors = [_error_line(row, swept) for _, row in df[df["status"] != STATUS_OK].iterrows()]
