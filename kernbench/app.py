@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from kernbench import simulate
+from kernbench.cli import entry, estimate
 from kernbench.config import flatten, validate
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.errors import KernBenchError
@@ -82,6 +83,7 @@ def run_job(
     key = None
     try:
         typed = validate(OmegaConf.to_object(cfg))
+        estimate.warn_if_long(typed)
         if cache is not None and not must_simulate(typed):
             key = point_key(config_columns(flatten(typed)))
             hit = cache.load(key)
@@ -187,7 +189,10 @@ def main() -> None:
     """Console-script entry point (``kernbench``); Hydra reads ``sys.argv``.
 
     After a sweep, says where the merged table is and exits 1 if any point failed.
+    ``--help``, ``--keys``, ``--cfg job`` and overrides that cannot be right are
+    answered before Hydra runs (:mod:`kernbench.cli`).
     """
+    entry.before_hydra(sys.argv[1:])
     _hydra_task()
     outcome = callbacks.pop_outcome()
     if outcome is None:
