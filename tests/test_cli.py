@@ -171,3 +171,24 @@ def test_no_warning_below_the_threshold():
     # copy doubles the accesses: 4 MiB / 8 B x 2 x 16 = 16,777,216 >= 10^7
     assert WARN_FROM <= 4 * 1024 * 1024 // 8 * 2 * 16
     assert "16,777,216 DMA accesses" in warning(make_cfg(access_bytes=8, op="copy"))
+
+
+def test_active_pes_is_text_in_every_row():
+    """One type for ``workload.active_pes``: a single run's column and a sweep's agree."""
+    from kernbench.config import flatten, validate
+
+    assert flatten(validate(make_cfg(active_pes=1)))["workload.active_pes"] == "1"
+    assert flatten(validate(make_cfg(active_pes="all")))["workload.active_pes"] == "all"
+    with pytest.raises(ConfigError, match="x is neither 'all' nor a count in 1..16"):
+        validate(make_cfg(active_pes="x"))
+
+
+def test_gqa_per_tile_commands_and_bytes_are_integers():
+    from kernbench.config.schema import GqaWorkloadConfig, KernBenchConfig
+    from kernbench.config.validate import validate
+    from kernbench.simulate import run
+
+    cfg = validate(KernBenchConfig(workload=GqaWorkloadConfig(name="gqa_opt2", seq_tokens=256)))
+    m = run(cfg).metrics
+    assert (m["commands_per_tile"], m["logical_bytes_per_tile"]) == (2, 332)
+    assert type(m["commands_per_tile"]) is int and type(m["logical_bytes_per_tile"]) is int
