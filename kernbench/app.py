@@ -83,13 +83,13 @@ def run_job(
     key = None
     try:
         typed = validate(OmegaConf.to_object(cfg))
-        estimate.warn_if_long(typed)
         if cache is not None and not must_simulate(typed):
             key = point_key(config_columns(flatten(typed)))
             hit = cache.load(key)
             if hit is not None:
                 return _served(out_dir, job, typed, hit, time.perf_counter() - start)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
+        estimate.warn_if_long(typed)  # a point served from the cache takes no time
         result = simulate.run(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
