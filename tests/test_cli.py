@@ -192,3 +192,23 @@ def test_gqa_per_tile_commands_and_bytes_are_integers():
     m = run(cfg).metrics
     assert (m["commands_per_tile"], m["logical_bytes_per_tile"]) == (2, 332)
     assert type(m["commands_per_tile"]) is int and type(m["logical_bytes_per_tile"]) is int
+
+
+def test_app_warns_before_a_long_run_but_not_a_cached_one(
+    compose_cfg, monkeypatch, tmp_path, capsys
+):
+    """The hook in app.run_job: the warning precedes the simulation (stubbed here), and a
+    point served from the point cache, which takes no time, gets none."""
+    from kernbench import simulate
+    from kernbench.app import run_job
+    from kernbench.sweep.cache import PointCache
+
+    monkeypatch.setattr(simulate, "run", lambda cfg, **kw: simulate.RunResult({"sim_time_ns": 1.0}))
+    cache = PointCache(tmp_path / "cache")
+    long_run = compose_cfg("workload.access_bytes=1")
+    assert run_job(long_run, tmp_path / "a", cache=cache) == "ok"
+    assert "kernbench: warning: 67,108,864 DMA accesses to simulate" in capsys.readouterr().err
+    assert run_job(long_run, tmp_path / "b", cache=cache) == "ok"  # served from the cache
+    assert "warning" not in capsys.readouterr().err
+    assert run_job(compose_cfg("workload.access_bytes=64"), tmp_path / "c") == "ok"
+    assert "warning" not in capsys.readouterr().err
