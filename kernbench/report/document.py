@@ -72,7 +72,8 @@ def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotCho
         raise PlotError("no numeric metric in these rows")
     data = ok[ok[metric].notna()]  # rows of the workloads that have this metric
     swept = swept_keys(data)
-    data = data.astype({k: object for k in swept}).fillna({k: "none" for k in swept})
+    gaps = [k for k in swept if data[k].isna().any()]  # keys another workload lacks
+    data = data.astype({k: object for k in gaps}).fillna({k: "none" for k in gaps})
     x = resolve("--x", choice.x, swept, "a swept key")
     hue = resolve("--hue", choice.hue, swept, "a swept key")
     given = [k for k in (x, hue) if k]

@@ -27,6 +27,7 @@ th { background: #f3f3f3; }
 .DOES-NOT-HOLD { color: #fff; background: #b22; padding: 1px 6px; border-radius: 3px; }
 .NOT-TESTED { color: #fff; background: #888; padding: 1px 6px; border-radius: 3px; }
 pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.85em; }
+.scroll { overflow-x: auto; }
 img { max-width: 100%; display: block; margin: 0.8em 0; border: 1px solid #eee; }
 """
 
@@ -47,7 +48,8 @@ def _section(section: Section) -> str:
     if section.lines:
         parts.append(f"<pre>{escape(chr(10).join(section.lines))}</pre>")
     if section.table is not None:
-        parts.append(section.table.to_html(index=False, border=0, escape=True))
+        table = section.table.to_html(index=False, border=0, escape=True)
+        parts.append(f'<div class="scroll">{table}</div>')
     parts += [_claim(c) for c in section.claims]
     parts += [f"<p>{escape(n)}</p>" for n in section.notes]
     parts += [_image(p) for p in section.plots]

@@ -64,11 +64,11 @@ def plot_metric(
     rows = -(-len(panels) // cols)
     legend_w = 1.8 if hue else 0.0  # inches kept on the right for the legend
     width = 3.8 * cols + legend_w
-    fig, axs = plt.subplots(rows, cols, figsize=(width, 3.0 * rows + 0.8), sharey=True,
+    fig, axs = plt.subplots(rows, cols, figsize=(width, 3.2 * rows + 0.8), sharey=True,
                             squeeze=False)  # fmt: skip
     for ax, combo in zip(axs.flat, panels, strict=False):
         _panel(ax, _select(ok, facets, combo), metric, x, hue)
-        ax.set_title(_title(facets, combo), fontsize=8)
+        ax.set_title(_title(facets, combo), fontsize=7)
     for ax in axs.flat[len(panels) :]:
         ax.set_visible(False)
     for ax in axs[:, 0]:
@@ -137,8 +137,9 @@ def _select(df: pd.DataFrame, keys: list[str], combo: tuple) -> pd.DataFrame:
 
 
 def _title(keys: list[str], combo: tuple) -> str:
-    pairs = zip(keys, combo, strict=True)
-    return ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(v)}" for k, v in pairs)
+    """``a=1, b=2`` two pairs to a line, so a panel's title fits above it."""
+    pairs = [f"{k.rsplit('.', 1)[-1]}={format_value(v)}" for k, v in zip(keys, combo, strict=True)]
+    return "\n".join(", ".join(pairs[i : i + 2]) for i in range(0, len(pairs), 2))
 
 
 def _values(values: pd.Series) -> str:
