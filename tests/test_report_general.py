@@ -153,11 +153,15 @@ def test_axes_drop_keys_the_others_determine():
 def test_default_axes_x_numeric_hue_a_choice_panels_the_rest():
     df = pd.DataFrame(grid_rows())
     axes = independent_axes(df, swept_keys(df))
-    x, hue, facets = choose_axes(df, axes, None, None)
+    x, hue, facets = choose_axes(df, axes, None, None)  # every numeric axis has 2 values
+    assert (x, hue) == ("workload.access_bytes", MM + "hbm_mapping_mode")
+    assert facets == ["topology.pes_per_cube", MM + "hbm_pseudo_channels"]
+    three_sizes = pd.concat([df, pd.DataFrame([stream_row("n_to_one", 1024, 8, 32)])])
+    x, hue, facets = choose_axes(three_sizes, axes, None, None)
+    assert x == "workload.access_bytes"
+    x, hue, facets = choose_axes(df, axes, "topology.pes_per_cube", None)
     assert (x, hue) == ("topology.pes_per_cube", MM + "hbm_mapping_mode")
     assert facets == [MM + "hbm_pseudo_channels", "workload.access_bytes"]
-    x, hue, facets = choose_axes(df, axes, "workload.access_bytes", None)
-    assert (x, hue) == ("workload.access_bytes", MM + "hbm_mapping_mode")
 
 
 def test_too_many_panels_is_one_clear_line(tmp_path):
@@ -242,3 +246,21 @@ LINES = ((0x1F / 255, 0x77 / 255, 0xB4 / 255), (0xFF / 255, 0x7F / 255, 0x0E / 2
 def test_blank_page_fails_the_screenshot_measures():
     """The measures above can fail: a blank page has no ink and no plot colours."""
     assert screenshot_measures(np.ones((100, 100, 3))) == (0.0, 0, 0)
+
+
+def test_report_plot_plan_for_the_bw_grid():
+    """The bw grid: x = the size (most numeric values), hue = the mapping (a choice),
+    a panel per (PEs, pseudo-channels); hbm_channels_per_pe is never an axis."""
+    from kernbench.report.document import PlotChoice, plan_plot
+    from kernbench.report.general import main_metrics
+
+    ok = pd.DataFrame(grid_rows())
+    plan = plan_plot(ok, main_metrics(ok), PlotChoice())
+    assert (plan.metric, plan.x, plan.hue) == (
+        "effective_bw_gbs",
+        "workload.access_bytes",
+        MM + "hbm_mapping_mode",
+    )
+    assert plan.facets == ["topology.pes_per_cube", MM + "hbm_pseudo_channels"]
+    plan = plan_plot(ok, main_metrics(ok), PlotChoice("aggregate_bw_gbs", x="pes_per_cube"))
+    assert (plan.x, plan.hue) == ("topology.pes_per_cube", MM + "hbm_mapping_mode")

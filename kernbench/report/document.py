@@ -66,8 +66,21 @@ def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Sect
     return section
 
 
-def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotChoice) -> list[Path]:
-    metric = resolve("--metric", choice.metric, list(ok.columns)) or default_metric(ok, ov.metrics)
+@dataclass(frozen=True)
+class PlotPlan:
+    """What the general plot draws: ``metric`` of ``data`` against ``x``, a line per
+    ``hue`` value, a panel per combination of ``facets``."""
+
+    data: pd.DataFrame
+    metric: str
+    x: str
+    hue: str | None
+    facets: list[str]
+
+
+def plan_plot(ok: pd.DataFrame, metrics: list[str], choice: PlotChoice) -> PlotPlan:
+    """Resolve ``--metric``/``--x``/``--hue`` (short names work) and fill in the rest."""
+    metric = resolve("--metric", choice.metric, list(ok.columns)) or default_metric(ok, metrics)
     if metric is None:
         raise PlotError("no numeric metric in these rows")
     data = ok[ok[metric].notna()]  # rows of the workloads that have this metric
@@ -81,8 +94,13 @@ def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotCho
     x, hue, facets = choose_axes(data, axes, x, hue)
     if x is None:
         raise PlotError("one configuration: nothing varies to plot against")
-    name = metric.rsplit(".", 1)[-1]
-    return [plot_metric(data, metric, x, hue, facets, out_dir / f"report_{name}.png")]
+    return PlotPlan(data, metric, x, hue, facets)
+
+
+def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotChoice) -> list[Path]:
+    plan = plan_plot(ok, ov.metrics, choice)
+    path = out_dir / f"report_{plan.metric.rsplit('.', 1)[-1]}.png"
+    return [plot_metric(plan.data, plan.metric, plan.x, plan.hue, plan.facets, path)]
 
 
 def resolve(

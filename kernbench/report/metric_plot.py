@@ -34,12 +34,14 @@ class PlotError(KernBenchError):
 
 
 def choose_axes(ok: pd.DataFrame, axes: list[str], x: str | None, hue: str | None):  # noqa: ANN201
-    """(x, hue, facets): the given ones, else x = the most-valued numeric axis and hue =
-    a choice-like axis with the fewest values, else the next axis."""
+    """(x, hue, facets): the given ones, else x = the numeric axis with the most values
+    (the later one on a tie) and hue = a choice-like axis with the fewest values, else
+    the next axis."""
     rest = [a for a in axes if a not in (x, hue)]
     if x is None and rest:
         numeric = [a for a in rest if _numeric(ok[a])]
-        x = max(numeric or rest, key=lambda a: ok[a].astype(str).nunique())
+        # ties go to the later key: workload keys (what a study varies) come last
+        x = max(reversed(numeric or rest), key=lambda a: ok[a].astype(str).nunique())
         rest.remove(x)
     if hue is None and rest:
         choices = [a for a in rest if not _numeric(ok[a])] or rest
