@@ -193,3 +193,26 @@ def test_strict_exits_2_when_a_claim_does_not_hold(tmp_path):
 def test_cli_without_a_table_is_one_error(tmp_path, capsys):
     assert main([str(tmp_path)]) == 1
     assert capsys.readouterr().err.startswith("kernbench-report: error: no results.parquet")
+
+
+def test_heat_map_explains_its_blank_cell_and_marks_the_adr(tmp_path, monkeypatch):
+    """What the heat map draws (captured before saving): the FIXED = R = 0 cell reads
+    "0 / 0", the default cell 378 / 159 = 2.38, the ADR's 2.4 as a contour (the grid
+    spans 1.63 ... 5), and the colour bar says what its colour means."""
+    import matplotlib.figure
+
+    drawn = {}
+
+    def keep(fig, path, **kw):
+        drawn[Path(path).name] = fig
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    table = dispatch_ratio.table(_table(tmp_path, gqa_rows(ADR_BYTES)))
+    dispatch_ratio.plot(table, tmp_path)
+    heat, colorbar = drawn["dispatch_ratio_heatmap.png"].axes
+    texts = {t.get_text() for t in heat.texts}
+    assert {"0 / 0", f"{378 / 159:.2f}"} <= texts
+    assert [float(level) for c in heat.collections for level in getattr(c, "levels", [])] == [2.4]
+    assert colorbar.get_ylabel() == "opt3 / opt2 dispatch cycles per tile"
+    latency = drawn["dispatch_ratio_latency.png"]
+    assert {t.get_text() for t in latency.legends[0].get_texts()} == {"opt2", "opt3", "dma-bound"}
