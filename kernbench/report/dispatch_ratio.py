@@ -12,10 +12,12 @@ that could pass the opposite.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from kernbench.report.claims import Claim, matches_stated
-from kernbench.report.dispatch_ratio_plots import plot
+from kernbench.report.dispatch_ratio_plots import draw
 from kernbench.report.tables import FIXED, OPT2, OPT3, RECIP, WORKLOAD, varying_config
 from kernbench.results import STATUS_OK
 
@@ -63,6 +65,12 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
             # 0 / 0 at FIXED = R = 0: both dispatch free, so no ratio (NaN, blank).
             out[RATIO] = (out["cycles_opt3"] / out["cycles_opt2"]).where(out["cycles_opt2"] > 0)
     return out
+
+
+def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """The heat map (the ADR's ratio as a contour, the default calibration boxed), the
+    cycles per tile and the latency / bottleneck plot."""
+    return draw(table, out_dir, float(ADR_RATIO), (DEFAULT_FIXED, DEFAULT_RECIP))
 
 
 def check(t: pd.DataFrame) -> list[Claim]:

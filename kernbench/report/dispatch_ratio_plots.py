@@ -1,4 +1,4 @@
-"""The dispatch-ratio study's plots (``plot`` of :mod:`kernbench.report.dispatch_ratio`).
+"""The dispatch-ratio study's plots (drawn by ``plot`` of :mod:`.dispatch_ratio`).
 
 - ``dispatch_ratio_heatmap.png``: opt3 / opt2 dispatch over FIXED x R, the ADR's 2.4x
   drawn as a contour, the default calibration boxed, and the FIXED = R = 0 cell marked
@@ -24,22 +24,23 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from kernbench.report.tables import FIXED, RECIP  # noqa: E402
 
-ADR_RATIO_VALUE = 2.4
-DEFAULT_FIXED, DEFAULT_RECIP = 32.0, 0.25
 VARIANTS = ("opt2", "opt3")
 MARKERS = {"cpu": "o", "dma": "s", "gemm": "^", "math": "D"}
 
 
-def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Write the three plots; return their paths."""
+def draw(
+    table: pd.DataFrame, out_dir: Path, adr_ratio: float, default: tuple[float, float]
+) -> list[Path]:
+    """Write the three plots, marking the ADR's ratio and the default (FIXED, R)
+    calibration (both stated once, in :mod:`kernbench.report.dispatch_ratio`)."""
     return [
-        _heat(table, out_dir / "dispatch_ratio_heatmap.png"),
+        _heat(table, out_dir / "dispatch_ratio_heatmap.png", adr_ratio, default),
         _cycles(table, out_dir / "dispatch_ratio_cycles.png"),
         _latency(table, out_dir / "dispatch_ratio_latency.png"),
     ]
 
 
-def _heat(table: pd.DataFrame, path: Path) -> Path:
+def _heat(table: pd.DataFrame, path: Path, adr_ratio: float, default: tuple[float, float]) -> Path:
     grid = table.pivot_table(index=FIXED, columns=RECIP, values="ratio_opt3_opt2",
                              dropna=False)  # fmt: skip
     grid = grid.reindex(index=sorted(set(table[FIXED])), columns=sorted(set(table[RECIP])))
@@ -52,8 +53,8 @@ def _heat(table: pd.DataFrame, path: Path) -> Path:
         text, color = (f"{v:.2f}", "black" if v > middle else "white") if np.isfinite(v) else (
             "0 / 0", "grey")  # fmt: skip
         ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
-    _adr_contour(ax, values)
-    _box_default(ax, list(grid.index), list(grid.columns))
+    _adr_contour(ax, values, adr_ratio)
+    _box_default(ax, list(grid.index), list(grid.columns), default)
     ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns])
     ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index])
     ax.set(xlabel="byte_cycles_recip R (cycles/B)", ylabel="fixed_per_cmd_cycles FIXED (cycles)")
@@ -62,21 +63,21 @@ def _heat(table: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def _adr_contour(ax, values: np.ndarray) -> None:  # noqa: ANN001
+def _adr_contour(ax, values: np.ndarray, adr_ratio: float) -> None:  # noqa: ANN001
     """The ADR's 2.4x as a dashed line, where the grid crosses it."""
     finite = values[np.isfinite(values)]
-    if finite.size and finite.min() < ADR_RATIO_VALUE < finite.max() and min(values.shape) > 1:
-        ax.contour(np.ma.masked_invalid(values), levels=[ADR_RATIO_VALUE], colors="red",
+    if finite.size and finite.min() < adr_ratio < finite.max() and min(values.shape) > 1:
+        ax.contour(np.ma.masked_invalid(values), levels=[adr_ratio], colors="red",
                    linestyles="dashed", linewidths=1.5)  # fmt: skip
-    ax.plot([], [], color="red", linestyle="dashed", label=f"ADR ≈ {ADR_RATIO_VALUE}x")
+    ax.plot([], [], color="red", linestyle="dashed", label=f"ADR ≈ {adr_ratio}x")
     ax.plot([], [], color="red", marker="s", fillstyle="none", linestyle="none",
             label="default calibration")  # fmt: skip
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.18), ncol=2, fontsize=8, frameon=False)
 
 
-def _box_default(ax, fixed: list[float], recip: list[float]) -> None:  # noqa: ANN001
-    if DEFAULT_FIXED in fixed and DEFAULT_RECIP in recip:
-        i, j = fixed.index(DEFAULT_FIXED), recip.index(DEFAULT_RECIP)
+def _box_default(ax, fixed: list[float], recip: list[float], default) -> None:  # noqa: ANN001
+    if default[0] in fixed and default[1] in recip:
+        i, j = fixed.index(default[0]), recip.index(default[1])
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
 
 
