@@ -212,3 +212,10 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     assert "warning" not in capsys.readouterr().err
     assert run_job(compose_cfg("workload.access_bytes=64"), tmp_path / "c") == "ok"
     assert "warning" not in capsys.readouterr().err
+
+
+def test_override_syntax_error_is_hydras_message_on_one_line(run_app):
+    run = run_app("topology.pes_per_cube==3")
+    assert run.returncode == 1
+    [line] = run.stderr.splitlines()
+    assert line.startswith("kernbench: error: Error parsing override 'topology.pes_per_cube==3'")

@@ -34,10 +34,10 @@ usage:
 def group_defaults() -> dict[str, str]:
     """Each group's default option, from ``conf/config.yaml``'s defaults list."""
     found: dict[str, str] = {}
-    for entry in OmegaConf.load(conf_dir() / "config.yaml").defaults:
-        if isinstance(entry, dict | type(OmegaConf.create({}))):
-            for group, option in dict(entry).items():
-                found[str(group)] = str(option)
+    listed = OmegaConf.to_container(OmegaConf.load(conf_dir() / "config.yaml").defaults)
+    for entry in listed if isinstance(listed, list) else []:
+        if isinstance(entry, dict):  # {group: option}; plain names are schema nodes
+            found |= {str(group): str(option) for group, option in entry.items()}
     return found
 
 

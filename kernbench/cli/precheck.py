@@ -11,8 +11,9 @@ accepts. :func:`precheck` reads the overrides with Hydra's own parser and, for e
 - each value (every value of a sweep) must fit the key's type: an enum's choices, an
   int, a float, a bool.
 
-Hydra's own syntax errors, ``+key=`` additions (checked by validation), ``~key``
-deletions, ``hydra.*`` keys and range/interval sweeps are left to Hydra.
+A syntax error is Hydra's message on one line. ``+key=`` additions (checked by
+validation), ``~key`` deletions, ``hydra.*`` keys and range/interval sweeps are left
+to Hydra.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, Override
+from hydra.errors import OverrideParseException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -46,8 +48,8 @@ def check_overrides(overrides: Sequence[str]) -> None:
     """Raise :class:`UsageError` for the first override that cannot be right."""
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except Exception:  # Hydra's own syntax error: Hydra says it best
-        return
+    except OverrideParseException as exc:  # Hydra's grammar: its words, on one line
+        raise UsageError(" ".join(str(exc).split())) from None
     workloads = _chosen_workloads(parsed)
     for override in parsed:
         name = override.key_or_group
@@ -68,18 +70,17 @@ def group_options() -> dict[str, list[str]]:
         if d.is_dir()
     }
     for group in ("workload", EXPERIMENT_GROUP):
-        stored = ConfigStore.instance().list(group) if _stored(group) else []
-        names = {s.removesuffix(".yaml") for s in stored} | set(groups.get(group, []))
+        names = {s.removesuffix(".yaml") for s in _stored(group)} | set(groups.get(group, []))
         groups[group] = sorted(n for n in names if not n.startswith(HIDDEN_PREFIX))
     return groups
 
 
-def _stored(group: str) -> bool:
+def _stored(group: str) -> list[str]:
+    """The ConfigStore's entries of ``group`` (``experiment/`` presets, schema nodes)."""
     try:
-        ConfigStore.instance().list(group)
-    except OSError:
-        return False
-    return True
+        return ConfigStore.instance().list(group)
+    except OSError:  # the ConfigStore's "Path not found": nothing stored there
+        return []
 
 
 def _values(override: Override) -> list[Any]:

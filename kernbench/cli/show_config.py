@@ -44,7 +44,7 @@ def show_job_config(overrides: Sequence[str]) -> int:
 
 def one_line(exc: BaseException) -> str:
     """The first line of an error, with its cause's first line when Hydra wrapped one."""
-    from kernbench.app import error_message
+    from kernbench.app import error_message  # here: kernbench.app imports this module
 
     cause = exc.__cause__
     if isinstance(exc, HydraException) and cause is not None:
