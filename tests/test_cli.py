@@ -65,7 +65,7 @@ def test_workload_key_is_checked_against_the_chosen_workload():
 
 
 GOOD = [
-    ["-m", "workload.access_bytes=1024,4096", "channel_mapping=one_to_one,n_to_one"],
+    ["workload.access_bytes=1024,4096", "channel_mapping=one_to_one,n_to_one"],
     ["+experiment=bw_equivalence", "hydra/launcher=basic", "hydra.sweep.dir=x"],
     ["workload.active_pes=1", "workload.active_pes=all", "cache=false", "sim.trace=true"],
     ["topology.cube.memory_map.hbm_channels_per_pe=8", "+workload.bogus=1", "~sim.oplog"],
