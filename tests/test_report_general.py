@@ -264,3 +264,19 @@ def test_report_plot_plan_for_the_bw_grid():
     assert plan.facets == ["topology.pes_per_cube", MM + "hbm_pseudo_channels"]
     plan = plan_plot(ok, main_metrics(ok), PlotChoice("aggregate_bw_gbs", x="pes_per_cube"))
     assert (plan.x, plan.hue) == ("topology.pes_per_cube", MM + "hbm_mapping_mode")
+
+
+def test_equal_outcomes_stay_in_the_table(tmp_path, capsys):
+    """`-m channel_mapping=one_to_one,n_to_one topology=small`: both mappings give the
+    same bandwidth; the table still shows it, one row per mapping."""
+    write_rows(
+        [stream_row(m, 4096) for m in ("one_to_one", "n_to_one")], tmp_path / "results.parquet"
+    )
+    assert main([str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("hbm_mapping_mode")))
+    assert lines[at].split() == ["hbm_mapping_mode", "effective_bw_gbs", "aggregate_bw_gbs"]
+    assert [line.split() for line in lines[at + 1 : at + 3]] == [
+        ["n_to_one", "100", "1600"],
+        ["one_to_one", "100", "1600"],
+    ]

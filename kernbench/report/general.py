@@ -4,9 +4,11 @@ It reads the axes off the data: the *swept keys* are the config columns (dotted
 names) whose value varies among the rows; of those, the *axes* are the ones no other
 swept key determines (``hbm_channels_per_pe`` follows from pseudo-channels and PEs per
 cube, ``pes_per_cube`` from ``topology.name`` when the sweep chose topologies), so a
-plot never spends a dimension on a key that only repeats another. Everything constant
-is said once, above the table. The studies (:mod:`kernbench.report.study`) add their
-claims and plots on top of this; this module knows no study.
+plot never spends a dimension on a key that only repeats another. Every constant config
+value and every constant metric other than the main ones is said once, above the
+table; the main metrics (the outcomes) stay in the table even when equal. The studies
+(:mod:`kernbench.report.study`) add their claims and plots on top of this; this module
+knows no study.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def overview(df: pd.DataFrame) -> Overview:
     swept = swept_keys(df)
     metrics = main_metrics(ok)
     constants = {c: df[c].iloc[0] for c in config_keys(df) if c not in swept}
-    shown = [m for m in metrics if ok[m].astype(str).nunique() > 1 or len(ok) < 2]
+    shown = metrics  # the outcomes stay in the table even when equal in every row
     steady = [m for m in metric_columns(ok) if m not in shown and ok[m].notna().any()]
     constants |= {m: ok[m].dropna().iloc[0] for m in steady if ok[m].astype(str).nunique() == 1}
     columns = [*swept, *(["status"] if len(ok) < len(df) else []), *shown]
