@@ -2,9 +2,9 @@
 
 Bandwidth equivalence: a grouped bar chart of both mappings' bandwidth per
 configuration, and a heat map of 1:1 / n:1 (configurations down, access size and
-offset across). Dispatch ratio: a heat map of opt3 / opt2 over FIXED x R, and bars of
-dispatch cycles per tile against FIXED at each variant. Each function returns the
-paths it wrote.
+offset across), plus the helpers other study plots share. (The dispatch-ratio and
+simulator-speed plots live in their study modules.) Each function returns the paths
+it wrote.
 """
 
 from __future__ import annotations
