@@ -9,6 +9,7 @@ bandwidth-equivalence checks live here until they move to their study module.
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 
 import pandas as pd
@@ -39,7 +40,9 @@ class Claim:
         return {True: "HOLDS", False: "DOES NOT HOLD", None: "NOT TESTED"}[self.holds]
 
     def line(self) -> str:
-        return f"[{self.verdict()}] {self.text}\n    {self.detail}"
+        """The verdict and the claim, then the figures wrapped to 100 columns."""
+        detail = textwrap.fill(self.detail, 100, initial_indent="    ", subsequent_indent="    ")
+        return f"[{self.verdict()}] {self.text}\n{detail}"
 
 
 def check_bw_equivalence(table: pd.DataFrame) -> list[Claim]:

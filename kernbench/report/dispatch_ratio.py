@@ -115,12 +115,12 @@ def _no_win_at_zero_fixed(t: pd.DataFrame) -> Claim:
         return Claim(text, None, "no FIXED = 0 point")
     d2, d3 = zero["cycles_opt2"], zero["cycles_opt3"]
     parts = [
-        f"R={r:g}: opt2 {a:g} vs opt3 {b:g} cycles/tile"
-        + (f" (opt2 {1 - a / b:.1%} fewer)" if a < b else "")
+        f"R={r:g}: {a:g} vs {b:g}" + (f" (opt2 {1 - a / b:.1%} fewer)" if a < b else "")
         for r, a, b in zip(zero[RECIP], d2, d3, strict=True)
     ]
     adr = 1 - float(ADR_BYTES["opt3"]) / float(ADR_BYTES["opt2"])
-    detail = "; ".join(parts) + f" (ADR: opt3 {adr:.0%} fewer at every R > 0)"
+    detail = "opt2 vs opt3 cycles/tile: " + "; ".join(parts)
+    detail += f" (ADR: opt3 {adr:.0%} fewer at every R > 0)"
     return Claim(text, bool((d2 >= d3).all()), detail)
 
 
