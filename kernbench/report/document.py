@@ -7,6 +7,7 @@ objects (writing the plots as it goes); :func:`render_text` prints them, and
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Sect
     ok = df[df["status"] == STATUS_OK]
     swept = ", ".join(f"{k} ({df[k].astype(str).nunique()})" for k in ov.swept) or "nothing"
     section = Section(f"all points ({ov.rows} rows, {ov.ok} ok)", table=ov.table)
-    section.lines = [f"swept: {swept}", "constant: " + "\n  ".join(constants_text(ov.constants))]
+    swept_line = textwrap.fill(f"swept: {swept}", 100, subsequent_indent="  ")
+    section.lines = [swept_line, "constant: " + "\n  ".join(constants_text(ov.constants))]
     section.notes = [f"error: {e}" for e in ov.errors]
     try:
         section.plots = _general_plot(ok, ov, out_dir, choice)
