@@ -113,7 +113,8 @@ def limit_of(name: str) -> str:
         found.append(f"<= {PA_FIELD_LIMITS[name][0]}")
     for suffix, _, text in SUFFIX_RULES:  # "is not > 0 (a bandwidth in GB/s)" -> "> 0"
         if name.endswith(suffix):
-            found.append(text.split(" (")[0].removeprefix("is not "))
+            words = text.split(" (")[0].removeprefix("is not ")
+            found.append(words.replace("exceeds ", "<= "))  # "exceeds 1e+06 GB/s"
     return ", ".join(found)
 
 
