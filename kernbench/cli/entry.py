@@ -4,6 +4,7 @@ validated config, and any override that cannot be right exits with one line."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -18,11 +19,9 @@ def before_hydra(argv: Sequence[str]) -> None:
     """Handle what kernbench answers itself (exiting), or return to let Hydra run."""
     args, rest = get_args_parser().parse_known_args(list(argv))
     if "--keys" in rest:
-        print("\n".join(key_table()))
-        raise SystemExit(0)
+        _page("\n".join(key_table()))
     if args.help:
-        print(help_text())
-        raise SystemExit(0)
+        _page(help_text())
     if args.cfg == "job" and not args.multirun and args.package is None:
         raise SystemExit(show_job_config(args.overrides))
     try:
@@ -30,3 +29,12 @@ def before_hydra(argv: Sequence[str]) -> None:
     except UsageError as exc:
         print(f"kernbench: error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def _page(text: str) -> None:
+    """Print and exit 0, quietly when the reader stops early (``kernbench --keys | head``)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+    raise SystemExit(0)
