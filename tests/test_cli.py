@@ -219,3 +219,14 @@ def test_override_syntax_error_is_hydras_message_on_one_line(run_app):
     assert run.returncode == 1
     [line] = run.stderr.splitlines()
     assert line.startswith("kernbench: error: Error parsing override 'topology.pes_per_cube==3'")
+
+
+def test_help_and_keys_through_the_app(run_app):
+    keys = run_app("--keys")
+    assert keys.returncode == 0
+    lines = keys.stdout.splitlines()
+    assert lines[0].split() == ["key", "type", "unit", "default", "limit"]
+    assert {line.split()[0] for line in lines[1:]} == set(schema_keys())
+    helped = run_app("--help")
+    assert helped.returncode == 0 and "+experiment=bw_equivalence" in helped.stdout
+    assert keys.rows() == [] and helped.rows() == []  # nothing ran
