@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from kernbench import simulate
+from kernbench.cli import entry, estimate
 from kernbench.config import flatten, validate
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.errors import KernBenchError
@@ -88,6 +89,7 @@ def run_job(
             if hit is not None:
                 return _served(out_dir, job, typed, hit, time.perf_counter() - start)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
+        estimate.warn_if_long(typed)  # a point served from the cache takes no time
         result = simulate.run(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
@@ -187,7 +189,10 @@ def main() -> None:
     """Console-script entry point (``kernbench``); Hydra reads ``sys.argv``.
 
     After a sweep, says where the merged table is and exits 1 if any point failed.
+    ``--help``, ``--keys``, ``--cfg job`` and overrides that cannot be right are
+    answered before Hydra runs (:mod:`kernbench.cli`).
     """
+    entry.before_hydra(sys.argv[1:])
     _hydra_task()
     outcome = callbacks.pop_outcome()
     if outcome is None:

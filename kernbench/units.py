@@ -9,3 +9,48 @@ exactly 1 byte/ns, so ``nbytes / bw_gbs`` is a time in ns with no conversion fac
 def cycles_to_ns(cycles: float, clock_ghz: float) -> float:
     """A cycle count at ``clock_ghz`` GHz, in ns."""
     return cycles / clock_ghz
+
+
+# The unit a key or column name carries (STYLE: units are part of every name). Names
+# whose unit is not a suffix are listed by their last part; the first suffix that
+# matches wins, so the longer suffixes come first.
+UNITS_BY_NAME: dict[str, str] = {
+    "page_size": "B",
+    "bytes_per_pe": "B",
+    "bytes_moved": "B",
+    "byte_cycles_recip": "cycles/B",
+    "gemm_flops_per_cycle": "flop/cycle",
+    "math_elems_per_cycle": "elements/cycle",
+    "us_per_access": "µs",
+    "speed_ratio": "× bare SimPy rate",
+}
+UNITS_BY_SUFFIX: tuple[tuple[str, str], ...] = (
+    ("_bytes_per_tile", "B/tile"),
+    ("_cycles_per_tile", "cycles/tile"),
+    ("_per_tile", "per tile"),
+    ("_per_s", "1/s"),
+    ("_gbs", "GB/s"),
+    ("_ns", "ns"),
+    ("_bytes", "B"),
+    ("_cycles", "cycles"),
+    ("_ghz", "GHz"),
+    ("_wall_s", "s"),
+    ("wall_s", "s"),
+    ("_utilization", "fraction of the time"),
+    ("_efficiency", "fraction of peak"),
+)
+
+
+def unit_of(name: str) -> str:
+    """The unit of a dotted key or column (``workload.access_bytes`` -> ``B``), or ""
+    for a count, a ratio or a choice."""
+    last = name.rsplit(".", 1)[-1]
+    if last in UNITS_BY_NAME:
+        return UNITS_BY_NAME[last]
+    return next((unit for suffix, unit in UNITS_BY_SUFFIX if last.endswith(suffix)), "")
+
+
+def with_unit(name: str) -> str:
+    """``name (unit)`` for an axis label or a help line; the bare name without one."""
+    unit = unit_of(name)
+    return f"{name} ({unit})" if unit else name

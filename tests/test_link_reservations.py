@@ -8,6 +8,8 @@ nanoseconds would let the second of two reads start at once.
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,5 +58,5 @@ def test_reservations_on_one_link_never_overlap(reqs):
         by_link.setdefault(link, []).append((start, end))
     for spans in by_link.values():
         spans.sort()
-        for (_, prev_end), (start, _) in zip(spans, spans[1:]):
+        for (_, prev_end), (start, _) in itertools.pairwise(spans):
             assert start >= prev_end

@@ -1,4 +1,5 @@
-"""``kernbench-report`` on small synthetic sweep tables with known answers."""
+"""The studies of ``kernbench-report`` on small synthetic sweep tables with known answers
+(the general part and the HTML page: tests/test_report_general.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.report import check_dispatch_ratio, dispatch_ratio_table, load_results
-from kernbench.report.cli import latest_sweep, main
+from kernbench.report import dispatch_ratio, load_results
+from kernbench.report.claims import matches_stated
+from kernbench.report.cli import latest_result, main
 from kernbench.results import make_row, write_rows
 
 MM = "topology.cube.memory_map."
@@ -48,6 +50,7 @@ def gqa_rows(bytes_per_tile: dict[str, float]) -> list[dict]:
             "logical_bytes_per_tile": nbytes,
             "dispatch_cycles_per_tile": fixed * commands[name] + recip * nbytes,
             "kernel_latency_ns": 1000.0,
+            "bottleneck": "dma",
         }
         rows.append(make_row({**flat, "workload.name": name}, status="ok", metrics=metrics))
     return rows
@@ -62,22 +65,70 @@ def _table(tmp_path: Path, rows: list[dict]):
 
 
 def test_dispatch_ratio_at_adr_figures_holds(tmp_path):
-    table = dispatch_ratio_table(_table(tmp_path, gqa_rows(ADR_BYTES)))
+    table = dispatch_ratio.table(_table(tmp_path, gqa_rows(ADR_BYTES)))
     assert len(table) == 4
     default = table[
         (table[COST + "fixed_per_cmd_cycles"] == 32) & (table[COST + "byte_cycles_recip"] == 0.25)
     ]
-    # (10 x 32 + 232 / 4) / (2 x 32 + 380 / 4) = 378 / 159
-    assert default["dispatch_ratio_opt3_opt2"].item() == pytest.approx(378 / 159)
-    assert [c.holds for c in check_dispatch_ratio(table)] == [True, True, True, True]
+    # (10 x 32 + 232 / 4) / (2 x 32 + 380 / 4) = 378 / 159 = 2.377: "≈ 2.4" as written
+    assert default["ratio_opt3_opt2"].item() == pytest.approx(378 / 159)
+    assert [c.holds for c in dispatch_ratio.check(table)] == [True, True, True, True]
 
 
 def test_dispatch_ratio_says_where_ours_differ(tmp_path):
-    table = dispatch_ratio_table(_table(tmp_path, gqa_rows({"gqa_opt2": 332, "gqa_opt3": 348})))
-    opt3, opt2, ratio, zero = check_dispatch_ratio(table)
-    assert (opt3.holds, opt2.holds, ratio.holds, zero.holds) == (False, False, False, True)
-    assert "348 B (+50.0%)" in opt3.detail
-    assert "2.769x" in ratio.detail
+    rows = gqa_rows({"gqa_opt2": 332, "gqa_opt3": 348})
+    table = dispatch_ratio.table(_table(tmp_path, rows))
+    commands, nbytes, ratio, zero = dispatch_ratio.check(table)
+    assert (commands.holds, nbytes.holds, ratio.holds, zero.holds) == (True, False, False, False)
+    assert "opt3: ours 348 (ADR ≈ 232); opt2: ours 332 (ADR ≈ 380)" in nbytes.detail
+    # (10 x 32 + 348 / 4) / (2 x 32 + 332 / 4) = 407 / 147 = 2.769
+    assert "ours 2.77 (ADR ≈ 2.4)" in ratio.detail
+    # FIXED = 0, R = 0.25: opt2 83 against opt3 87 cycles, 1 - 83/87 = 4.6% fewer; the
+    # ADR's 232 / 380 B make opt3 39% cheaper there.
+    assert zero.detail.startswith(
+        "opt2 vs opt3 cycles/tile: R=0: 0 vs 0; R=0.25: 83 vs 87 (opt2 4.6% fewer)"
+    )
+    assert "(ADR: opt3 39% fewer at every R > 0)" in zero.detail
+
+
+def test_opt2_a_few_percent_cheaper_at_zero_fixed_is_a_win(tmp_path):
+    """Issue 14 item 7: a 10% tolerance turned "opt2 does not win" into its opposite.
+    opt2 5% lighter than opt3 at FIXED = 0 is a win for opt2, so the claim fails."""
+    rows = gqa_rows({"gqa_opt2": 331.0, "gqa_opt3": 348.0})
+    *_, zero = dispatch_ratio.check(dispatch_ratio.table(_table(tmp_path, rows)))
+    assert zero.holds is False
+    tie = gqa_rows({"gqa_opt2": 348.0, "gqa_opt3": 348.0})  # equal is "does not win"
+    *_, zero = dispatch_ratio.check(dispatch_ratio.table(_table(tmp_path, tie)))
+    assert zero.holds is True
+
+
+def test_zero_over_zero_ratio_is_blank_not_a_number(tmp_path):
+    """At FIXED = R = 0 both variants dispatch 0 cycles: no ratio (the heat map's
+    "0 / 0" cell), and the claims do not count it."""
+    table = dispatch_ratio.table(_table(tmp_path, gqa_rows(ADR_BYTES)))
+    free = table[
+        (table[COST + "fixed_per_cmd_cycles"] == 0) & (table[COST + "byte_cycles_recip"] == 0)
+    ]
+    assert free["ratio_opt3_opt2"].isna().all()
+    assert (free[["cycles_opt2", "cycles_opt3"]].to_numpy() == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("ours", "stated", "holds"),
+    [
+        (2.35, "2.4", True),
+        (2.4499, "2.4", True),
+        (2.45, "2.4", False),
+        (2.3499, "2.4", False),
+        (2.77, "2.4", False),
+        (231.5, "232", True),
+        (232.49, "232", True),
+        (232.5, "232", False),
+        (348, "232", False),
+    ],
+)
+def test_a_stated_figure_holds_at_its_written_precision(ours, stated, holds):
+    assert matches_stated(ours, stated) is holds
 
 
 def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
@@ -96,13 +147,45 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
         "bw_equivalence_ratio.png",
         "dispatch_ratio_cycles.png",
         "dispatch_ratio_heatmap.png",
+        "dispatch_ratio_latency.png",
+        "report.html",
         "report.txt",
+        "report_effective_bw_gbs.png",
         "results.parquet",
     ]
-    assert (sweep / "bw_equivalence_ratio.png").read_bytes()[:4] == b"\x89PNG"
-    assert latest_sweep(tmp_path / "outputs") == sweep
+    assert (sweep / "dispatch_ratio_latency.png").read_bytes()[:4] == b"\x89PNG"
+    assert latest_result(tmp_path / "outputs") == sweep
+
+
+def test_strict_exits_2_when_a_claim_does_not_hold(tmp_path):
+    write_rows(gqa_rows({"gqa_opt2": 332, "gqa_opt3": 348}), tmp_path / "results.parquet")
+    assert main([str(tmp_path)]) == 0
+    assert main([str(tmp_path), "--strict"]) == 2
 
 
 def test_cli_without_a_table_is_one_error(tmp_path, capsys):
     assert main([str(tmp_path)]) == 1
     assert capsys.readouterr().err.startswith("kernbench-report: error: no results.parquet")
+
+
+def test_heat_map_explains_its_blank_cell_and_marks_the_adr(tmp_path, monkeypatch):
+    """What the heat map draws (captured before saving): the FIXED = R = 0 cell reads
+    "0 / 0", the default cell 378 / 159 = 2.38, the ADR's 2.4 as a contour (the grid
+    spans 1.63 ... 5), and the colour bar says what its colour means."""
+    import matplotlib.figure
+
+    drawn = {}
+
+    def keep(fig, path, **kw):
+        drawn[Path(path).name] = fig
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    table = dispatch_ratio.table(_table(tmp_path, gqa_rows(ADR_BYTES)))
+    dispatch_ratio.plot(table, tmp_path)
+    heat, colorbar = drawn["dispatch_ratio_heatmap.png"].axes
+    texts = {t.get_text() for t in heat.texts}
+    assert {"0 / 0", f"{378 / 159:.2f}"} <= texts
+    assert [float(level) for c in heat.collections for level in getattr(c, "levels", [])] == [2.4]
+    assert colorbar.get_ylabel() == "opt3 / opt2 dispatch cycles per tile"
+    latency = drawn["dispatch_ratio_latency.png"]
+    assert {t.get_text() for t in latency.legends[0].get_texts()} == {"opt2", "opt3", "dma-bound"}

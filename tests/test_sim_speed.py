@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from kernbench import simulate, tl
 from kernbench.config.schema import ExecPath
 from kernbench.config.store import experiments_dir
-from kernbench.report import bw_equivalence, claims, tables
+from kernbench.report import bw_equivalence, sim_speed, tables
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.exec_paths import ReplaySource
 from tests.support import make_cfg, make_system
@@ -126,7 +126,7 @@ def test_measure_speed_adds_timings_and_leaves_metrics_alone():
 def test_sim_speed_preset_composes(compose_cfg):
     cfg = compose_cfg("+experiment=sim_speed")
     assert cfg.sim.measure_speed is True and cfg.cache is False
-    assert (cfg.workload.access_bytes, cfg.workload.active_pes) == (2048, 1)
+    assert (cfg.workload.access_bytes, cfg.workload.active_pes) == (2048, "1")
     preset = OmegaConf.load(experiments_dir() / "sim_speed.yaml")
     assert preset.hydra.launcher.n_jobs == 1
     params = preset.hydra.sweeper.params
@@ -150,7 +150,7 @@ def test_sim_speed_sweep_writes_the_speed_columns(tmp_path):
         assert r["sim_accesses"] == r["accesses"] == r["workload.bytes_per_pe"] // 2048
     df = pd.DataFrame(rows)
     assert bw_equivalence.table(df) is None
-    table = tables.sim_speed_table(df)
+    table = sim_speed.table(df)
     assert table is not None and len(table) == 4
 
 
@@ -184,9 +184,9 @@ def test_sim_speed_report_checks_ratio_and_linearity():
             ("one_to_one", 10**5): 6.5,  # 30% dearer per access
         }
     )
-    table = tables.sim_speed_table(df)
+    table = sim_speed.table(df)
     assert list(table["cost_vs_1e4"].round(3)) == [pytest.approx(4 / 1.9, 1e-3), 1, 0.947, 1, 1.3]
-    ratio_n1, ratio_11, linear = claims.check_sim_speed(table)
+    ratio_n1, ratio_11, linear = sim_speed.check(table)
     assert ratio_n1.holds is True  # 1 / 1.9 us = 0.53 and 0.56 of 10^6 events/s
     assert ratio_11.holds is False  # 0.2 and 0.15 < 0.25
     assert linear.holds is False and "30.0%" in linear.detail

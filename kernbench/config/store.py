@@ -24,6 +24,7 @@ regular install, where pyproject.toml's package-dir mapping puts them.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,8 +73,9 @@ class AppConfig(KernBenchConfig):
 
 
 def register_configs() -> None:
-    """Store every schema node and every study preset. Idempotent: storing a name
-    again replaces it."""
+    """Store every schema node and every study preset, and register the ``pid``
+    resolver. Idempotent: storing a name again replaces it."""
+    register_pid_resolver()
     cs = ConfigStore.instance()
     cs.store(name=ROOT_SCHEMA, node=AppConfig)
     for name, schema in WORKLOAD_SCHEMAS.items():
@@ -81,6 +83,14 @@ def register_configs() -> None:
     for path in experiment_files():
         node = OmegaConf.load(path)
         cs.store(group=EXPERIMENT_GROUP, name=path.stem, node=node, package=package_of(path))
+
+
+def register_pid_resolver() -> None:
+    """``${pid:}``: the id of the process that first resolves it, for unique run and
+    sweep directory names (``conf/paths/default.yaml``). Cached like Hydra's ``now``,
+    so a sweep's workers, which receive the parent's resolver cache with its config,
+    resolve the sweep directory to the same name as the parent did."""
+    OmegaConf.register_new_resolver("pid", os.getpid, use_cache=True, replace=True)
 
 
 def experiment_files() -> list[Path]:

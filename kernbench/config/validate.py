@@ -243,17 +243,21 @@ def _pe_hbm_fits_pa(cfg: KernBenchConfig) -> None:
 
 
 def _active_pes(cfg: KernBenchConfig) -> None:
+    """``workload.active_pes`` is "all" or a count of the topology's PEs, kept as text
+    (a test may build the dataclass with an int: it is normalised here)."""
     value = get_key(cfg, "workload.active_pes")
     if value is ABSENT or value == "all":
         return
     topo = cfg.topology
     total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= total:
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= total:
         raise ConfigError(
             "workload.active_pes",
-            f"{value!r} is neither 'all' nor a count in 1..{total} (the topology's PEs:"
+            f"{value} is neither 'all' nor a count in 1..{total} (the topology's PEs:"
             f" {topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs)",
         )
+    cfg.workload.active_pes = str(int(text))
 
 
 def _access_fits_shard(cfg: KernBenchConfig) -> None:

@@ -1,17 +1,15 @@
-"""``kernbench-report``: study tables, claim checks and plots from a sweep's table.
+"""``kernbench-report``: a general report for any sweep or run, plus the studies' claims.
 
-Data path: ``results.parquet`` -> :mod:`~kernbench.report.tables` (one DataFrame per
-study found in it) -> :mod:`~kernbench.report.claims` (each study's claims, checked
-with stated tolerances) -> :mod:`~kernbench.report.plots` (PNG files) ->
-:mod:`~kernbench.report.cli` (prints it all and writes it beside the table).
+Data path: ``results.parquet`` (or one run's ``result.parquet``) ->
+:mod:`~kernbench.report.general` (swept keys, constants, compact table) and
+:mod:`~kernbench.report.metric_plot` (a metric against the swept keys) ->
+:mod:`~kernbench.report.study` (each study a ``table``/``check``/``plot`` triple:
+:mod:`~kernbench.report.dispatch_ratio`, :mod:`~kernbench.report.sim_speed`, bandwidth
+equivalence) -> :mod:`~kernbench.report.document` (text) and
+:mod:`~kernbench.report.html` (``report.html``) -> :mod:`~kernbench.report.cli`.
 """
 
-from kernbench.report.claims import Claim, check_dispatch_ratio
-from kernbench.report.tables import dispatch_ratio_table, load_results
+from kernbench.report.claims import Claim
+from kernbench.report.tables import load_results
 
-__all__ = [
-    "Claim",
-    "check_dispatch_ratio",
-    "dispatch_ratio_table",
-    "load_results",
-]
+__all__ = ["Claim", "load_results"]

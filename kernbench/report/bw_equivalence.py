@@ -33,6 +33,7 @@ from kernbench.report.tables import (  # noqa: E402
     GRANULE,
     MAPPING,
     WORKLOAD,
+    speed_sweep,
     varying_config,
 )
 from kernbench.results import STATUS_OK  # noqa: E402
@@ -53,7 +54,7 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     (``aligned``: size and offset multiples of N·g; ``< stripe``; ``misaligned``) and the
     busiest link as a link class (:func:`link_class`; ``n:1 | 1:1`` where they differ).
     None unless the table holds stream rows under both mappings."""
-    if WORKLOAD not in df or MAPPING not in df or _speed_sweep(df):
+    if WORKLOAD not in df or MAPPING not in df or speed_sweep(df):
         return None
     ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")].copy()
     if ok.empty or set(ok[MAPPING]) != {"n_to_one", "one_to_one"}:
@@ -95,11 +96,6 @@ def _classify(out: pd.DataFrame) -> pd.DataFrame:
     links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
     out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]
     return out
-
-
-def _speed_sweep(df: pd.DataFrame) -> bool:
-    """Whether the rows measure the simulator (``sim_speed``), not the model."""
-    return "speed_ratio" in df and bool(df["speed_ratio"].notna().any())
 
 
 def link_class(name: str) -> str:

@@ -1,13 +1,15 @@
-"""``kernbench-report [SWEEP_DIR]``: print the study tables, check the claims, plot.
+"""``kernbench-report [DIR]``: report on any sweep or single run.
 
-Reads ``results.parquet`` of a sweep directory (by default the newest one under
-``./outputs``), finds which studies it holds (bandwidth equivalence: stream rows under
-both channel mappings; dispatch ratio: gqa_opt2 and gqa_opt3 rows; simulator speed:
-rows with ``sim.measure_speed`` timings), and for each prints
-its table and claim verdicts and writes its PNG plots beside the table. The printed
-text is also saved as ``report.txt`` there. Exit status: 0 when the report was made
-(a claim that does not hold is a finding, not a failure; ``--strict`` makes it one),
-1 when there is nothing to report on.
+Reads ``results.parquet`` of a sweep directory or ``result.parquet`` of a single run
+(by default the newest under ``./outputs``). It prints the swept keys, the constant
+values once, and a compact table of the swept keys against the main metrics, and
+plots a metric (``--metric``, a default per workload) against the swept keys
+(``--x``, ``--hue``, one panel per value of the rest). For the studies it finds
+(bandwidth equivalence, dispatch ratio, simulator speed) it adds their tables, claim
+verdicts and plots. It writes ``report.txt``, ``report.html`` (self-contained) and the
+PNG plots beside the table. Exit status: 0 when the report was made (a claim that does
+not hold is a finding; ``--strict`` makes it exit 2), 1 when there is nothing to
+report on (no table, no rows, every point failed) or an option names no column.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernbench.report import bw_equivalence, claims, plots, tables
+from kernbench.report.document import PlotChoice, ReportError, build, render_text
+from kernbench.report.html import write_html
+from kernbench.report.tables import status_counts
+from kernbench.results import RESULT_FILE
 from kernbench.sweep import MERGED_FILE
 
 DEFAULT_ROOT = Path("outputs")
@@ -29,66 +34,66 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        sweep_dir = Path(args.sweep_dir) if args.sweep_dir else latest_sweep(DEFAULT_ROOT)
-        df = tables.load_results(sweep_dir)
-    except FileNotFoundError as exc:
+        where = Path(args.dir) if args.dir else latest_result(DEFAULT_ROOT)
+        df = load_any(where)
+        out_dir = where if where.is_dir() else where.parent
+        choice = PlotChoice(args.metric, args.x, args.hue)
+        sections = build(df, out_dir, choice)
+    except (FileNotFoundError, ReportError) as exc:
         print(f"kernbench-report: error: {exc}", file=sys.stderr)
         return 1
-    out_dir = sweep_dir if sweep_dir.is_dir() else sweep_dir.parent
-    text, verdicts = report(df, out_dir)
+    counts = ", ".join(f"{n} {s}" for s, n in status_counts(df).items())
+    header = f"{out_dir}: {len(df)} rows ({counts})"
+    text = render_text(header, sections)
     (out_dir / "report.txt").write_text(text + "\n")
+    write_html(out_dir / "report.html", header, sections)
     print(text)
-    if not verdicts:
-        print("kernbench-report: error: no study found in this table", file=sys.stderr)
-        return 1
+    print(f"report: {out_dir / 'report.html'}")
+    verdicts = [c.holds for s in sections for c in s.claims]
     return 2 if args.strict and False in verdicts else 0
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernbench-report", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "sweep_dir", nargs="?", help=f"a sweep directory or its {MERGED_FILE} (default: newest)"
+        "dir",
+        nargs="?",
+        metavar="DIR",
+        help=f"a sweep or run directory, or a Parquet file (default: the newest under"
+        f" {DEFAULT_ROOT}/)",
     )
+    parser.add_argument("--metric", help="the metric to plot (default: one per workload)")
+    parser.add_argument("--x", help="the swept key along the x axis (short names work)")
+    parser.add_argument("--hue", help="the swept key that colours the lines")
     parser.add_argument("--strict", action="store_true", help="exit 2 if a claim does not hold")
     return parser
 
 
-def latest_sweep(root: Path) -> Path:
-    """The sweep directory under ``root`` whose merged table was written last."""
-    found = sorted(root.rglob(MERGED_FILE), key=lambda p: p.stat().st_mtime)
+def load_any(where: Path) -> pd.DataFrame:
+    """The rows of a sweep directory, a single run's directory, or a Parquet file."""
+    for path in (where / MERGED_FILE, where / RESULT_FILE) if where.is_dir() else (where,):
+        if path.is_file():
+            return pd.read_parquet(path)
+    raise FileNotFoundError(
+        f"no {MERGED_FILE} or {RESULT_FILE} at {where} (a sweep or run directory?)"
+    )
+
+
+def latest_result(root: Path) -> Path:
+    """The sweep or single-run directory under ``root`` written last (a sweep job's
+    own ``result.parquet`` is part of its sweep, not a run of its own)."""
+    found = [*root.rglob(MERGED_FILE), *(p for p in root.rglob(RESULT_FILE) if _single(p))]
     if not found:
-        raise FileNotFoundError(f"no {MERGED_FILE} under {root.resolve()}; run a sweep first")
-    return found[-1].parent
+        raise FileNotFoundError(f"no {MERGED_FILE} or {RESULT_FILE} under {root.resolve()}")
+    return max(found, key=lambda p: p.stat().st_mtime).parent
 
 
-def report(df: pd.DataFrame, out_dir: Path) -> tuple[str, list[bool | None]]:
-    """The report text for every study in ``df``, the claims' verdicts, plots written."""
-    counts = tables.status_counts(df)
-    lines = [f"{out_dir}: {len(df)} rows ({', '.join(f'{n} {s}' for s, n in counts.items())})"]
-    verdicts: list[bool | None] = []
-    studies = (
-        ("bandwidth equivalence", bw_equivalence.table, bw_equivalence.check,
-         bw_equivalence.plot),
-        ("dispatch ratio", tables.dispatch_ratio_table, claims.check_dispatch_ratio,
-         plots.plot_dispatch_ratio),
-        ("simulator speed", tables.sim_speed_table, claims.check_sim_speed,
-         plots.plot_sim_speed),
-    )  # fmt: skip
-    for title, build, check, plot in studies:
-        table = build(df)
-        if table is None:
-            continue
-        checked = check(table)
-        verdicts += [c.holds for c in checked]
-        paths = plot(table, out_dir)
-        lines += ["", f"== {title} ({len(table)} configurations) ==", _format(table), ""]
-        lines += [c.line() for c in checked]
-        lines += ["plots: " + ", ".join(p.name for p in paths)]
-    return "\n".join(lines), verdicts
+def _single(path: Path) -> bool:
+    sweep = path.parent.parent
+    return not (sweep / MERGED_FILE).exists() and not (sweep / "multirun.yaml").exists()
 
 
-def _format(table: pd.DataFrame) -> str:
-    return tables.short_names(table).to_string(index=False, float_format=lambda v: f"{v:.4g}")
+latest_sweep = latest_result  # the name earlier scripts used
 
 
 def entry() -> None:

@@ -180,12 +180,13 @@ def run(system: System, w: GqaWorkloadConfig) -> dict[str, Any]:
     return row
 
 
-def loop_dispatch(rec: DispatchRecorder, n_tiles: int) -> dict[str, float]:
+def loop_dispatch(rec: DispatchRecorder, n_tiles: int) -> dict[str, int | float]:
     """Per-tile commands, logical bytes and dispatch cycles, as PE_CPU paid them in the
-    KV-tile loop (the prologue and epilogue commands left out)."""
+    KV-tile loop (the prologue and epilogue commands left out). Every tile issues the
+    same commands, so the first two are whole numbers (integer columns)."""
     lo, hi = PROLOGUE_COMMANDS, rec.commands - EPILOGUE_COMMANDS
     return {
-        "commands_per_tile": (hi - lo) / n_tiles,
-        "logical_bytes_per_tile": sum(rec.logical_bytes[lo:hi]) / n_tiles,
+        "commands_per_tile": (hi - lo) // n_tiles,
+        "logical_bytes_per_tile": sum(rec.logical_bytes[lo:hi]) // n_tiles,
         "dispatch_cycles_per_tile": sum(rec.cycles[lo:hi]) / n_tiles,
     }

@@ -1,0 +1,40 @@
+"""What ``kernbench`` does with its arguments before Hydra: the one hook ``app.main``
+calls. ``--help``/``-h`` and ``--keys`` print generated help, ``--cfg job`` shows the
+validated config, and any override that cannot be right exits with one line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from hydra._internal.utils import get_args_parser  # the parser hydra.main itself uses
+
+from kernbench.cli.help import help_text, key_table
+from kernbench.cli.precheck import UsageError, check_overrides
+from kernbench.cli.show_config import show_job_config
+
+
+def before_hydra(argv: Sequence[str]) -> None:
+    """Handle what kernbench answers itself (exiting), or return to let Hydra run."""
+    args, rest = get_args_parser().parse_known_args(list(argv))
+    if "--keys" in rest:
+        _page("\n".join(key_table()))
+    if args.help:
+        _page(help_text())
+    if args.cfg == "job" and not args.multirun and args.package is None:
+        raise SystemExit(show_job_config(args.overrides))
+    try:
+        check_overrides(args.overrides)
+    except UsageError as exc:
+        print(f"kernbench: error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _page(text: str) -> None:
+    """Print and exit 0, quietly when the reader stops early (``kernbench --keys | head``)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+    raise SystemExit(0)

@@ -1,0 +1,97 @@
+"""``kernbench --help`` and ``kernbench --keys``: generated from the schema and ``conf/``.
+
+The groups and their options are read from ``conf/`` and the ConfigStore (hidden
+``base_*`` schema nodes left out, ``+experiment=`` with its plus); the keys from
+:mod:`.keys`; each key's default from the config ``kernbench`` composes with no
+overrides (a workload's own keys from that workload's option). Nothing here is
+written by hand twice.
+"""
+
+from __future__ import annotations
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig, OmegaConf
+
+from kernbench.cli.keys import Key, default_of, schema_keys
+from kernbench.cli.precheck import group_options, workloads_with
+from kernbench.config.flatten import flatten
+from kernbench.config.store import EXPERIMENT_GROUP, conf_dir
+
+USAGE = """\
+kernbench: simulate one configuration, or sweep many with -m (a Hydra app).
+
+usage:
+  kernbench [group=option ...] [key=value ...]   one run -> outputs/<date>/<time>/
+  kernbench -m key=v1,v2 [key=v3,v4 ...]         a sweep of every combination
+  kernbench -m +experiment=<preset> [...]        a study preset and its grid
+  kernbench --cfg job [overrides]                validate, print the config (derived filled)
+  kernbench --keys                               only the key list below
+  kernbench --hydra-help                         Hydra's own flags
+  kernbench-report [DIR]                         report on the newest (or a given) sweep/run
+"""
+
+
+def group_defaults() -> dict[str, str]:
+    """Each group's default option, from ``conf/config.yaml``'s defaults list."""
+    found: dict[str, str] = {}
+    listed = OmegaConf.to_container(OmegaConf.load(conf_dir() / "config.yaml").defaults)
+    for entry in listed if isinstance(listed, list) else []:
+        if isinstance(entry, dict):  # {group: option}; plain names are schema nodes
+            found |= {str(group): str(option) for group, option in entry.items()}
+    return found
+
+
+def groups_text() -> list[str]:
+    defaults = group_defaults()
+    lines = ["groups (pick one option; * marks the default):"]
+    for group, options in group_options().items():
+        marked = [f"{o}*" if defaults.get(group) == o else o for o in options]
+        plus = "+" if group == EXPERIMENT_GROUP else ""
+        lines.append(f"  {plus}{group}={' | '.join(marked)}")
+    return lines
+
+
+def composed_defaults() -> dict[str, str]:
+    """Every key's value as ``kernbench`` composes it with no overrides, and each
+    workload's keys as that workload option composes them."""
+    values: dict[str, str] = {}
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        for option in reversed(group_options()["workload"]):
+            flat = _flat(compose(config_name="config", overrides=[f"workload={option}"]))
+            values |= {k: v for k, v in flat.items() if k.startswith("workload.")}
+        values |= _flat(compose(config_name="config"))
+    return values
+
+
+def _flat(cfg: DictConfig) -> dict[str, str]:
+    """Every value as written (``${paths.root}/...`` unresolved), as text."""
+    return {k: default_of(v) for k, v in flatten(OmegaConf.to_container(cfg)).items()}
+
+
+def key_table(defaults: dict[str, str] | None = None) -> list[str]:
+    """One aligned line per key: name, type, unit, default, limit."""
+    defaults = composed_defaults() if defaults is None else defaults
+    keys = list(schema_keys().values())
+    rows = [("key", "type", "unit", "default", "limit")]
+    rows += [(k.name, k.type, k.unit or "-", _default(k, defaults), _limit(k)) for k in keys]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    padded = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows)
+    return [f"  {line}  {r[4]}".rstrip() for line, r in zip(padded, rows, strict=True)]
+
+
+def _limit(key: Key) -> str:
+    """The key's limit, and for a workload key the workloads that have it."""
+    owners = workloads_with(key.name)
+    where = f"[{', '.join(owners)}]" if key.name.startswith("workload.") and owners else ""
+    return ", ".join(p for p in (key.limit, where) if p)
+
+
+def _default(key: Key, defaults: dict[str, str]) -> str:
+    value = defaults.get(key.name, "")
+    return value if len(value) <= 24 else value[:21] + "..."
+
+
+def help_text() -> str:
+    """The whole ``--help`` page."""
+    keys = ["keys (set with key=value; units are in the names):", *key_table()]
+    return "\n".join([USAGE, *groups_text(), "", *keys])

@@ -1,0 +1,131 @@
+"""Every config key a user can set, with its type, unit, default and limit.
+
+One source: the keys and types come from the schema dataclasses
+(:mod:`kernbench.config.schema`, the workload schemas of
+:data:`~kernbench.config.store.WORKLOAD_SCHEMAS`), units from the names
+(:func:`kernbench.units.unit_of`), limits from the rule tables of
+:mod:`kernbench.config.validate`, and defaults from the config ``kernbench`` composes
+with no overrides (each workload's own keys from its option). ``kernbench --keys``
+prints :func:`key_table`; the typo check (:mod:`.precheck`) matches against
+:func:`schema_keys`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import MISSING, dataclass
+from enum import Enum
+from functools import cache
+from typing import Any
+
+from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
+from kernbench.config.validate import (
+    AT_LEAST_ONE,
+    AT_MOST,
+    GQA_AT_LEAST_ONE,
+    NON_NEGATIVE,
+    PA_FIELD_LIMITS,
+    POWER_OF_TWO,
+    SUFFIX_RULES,
+)
+from kernbench.units import unit_of
+
+# Limits a single key's rule table cannot state (cross-field rules of validate.py).
+CROSS_FIELD_LIMITS: dict[str, str] = {
+    "topology.cube.memory_map.hbm_pseudo_channels": "divisible by pes_per_cube",
+    "topology.cube.memory_map.hbm_channels_per_pe": "derived: pseudo_channels / pes_per_cube",
+    "topology.cube.memory_map.hbm_channel_bytes": "a multiple of interleave_bytes",
+    "workload.active_pes": "'all' or 1..total PEs",
+    "workload.bytes_per_pe": "<= one PE's HBM",
+    "workload.seq_tokens": "divisible by tile_tokens",
+    "workload.query_heads": "divisible by kv_heads",
+    "workload.kv_heads": "<= total PEs",
+    "workload.sub_tiles": "<= tile_tokens",
+}
+
+
+@dataclass(frozen=True)
+class Key:
+    """One settable key: ``workload.access_bytes`` int, B, 65536, >= 1."""
+
+    name: str
+    type: str
+    unit: str
+    limit: str
+    field_type: Any  # the schema's annotation, for the type check
+
+    @property
+    def choices(self) -> list[str]:
+        """An enum's allowed values, else []."""
+        if isinstance(self.field_type, type) and issubclass(self.field_type, Enum):
+            return [m.value for m in self.field_type]
+        return []
+
+
+def _leaves(schema: type, prefix: str) -> list[Key]:
+    hints = typing.get_type_hints(schema)
+    keys: list[Key] = []
+    for f in dataclasses.fields(schema):
+        hint, name = hints[f.name], f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(hint):
+            keys += _leaves(hint, name + ".")
+        elif not (name == "workload" and prefix == ""):  # the workload node: per schema
+            keys.append(Key(name, type_name(hint), unit_of(name), limit_of(name), hint))
+    return keys
+
+
+@cache
+def schema_keys() -> dict[str, Key]:
+    """Every leaf key of the app's schema and of every workload schema, by name."""
+    keys = _leaves(AppConfig, "")
+    for schema in WORKLOAD_SCHEMAS.values():
+        keys += _leaves(schema, "workload.")
+    return {k.name: k for k in keys}
+
+
+def workload_keys(schema_name: str) -> set[str]:
+    """The ``workload.*`` keys of one workload schema (``base_stream``); none for an
+    unknown name."""
+    if schema_name not in WORKLOAD_SCHEMAS:
+        return set()
+    return {k.name for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload.")}
+
+
+def type_name(hint: Any) -> str:
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        return " | ".join(m.value for m in hint)
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args:  # Optional[int] and the like
+        return type_name(args[0])
+    return getattr(hint, "__name__", str(hint))
+
+
+def limit_of(name: str) -> str:
+    """The limit the validation rules put on ``name``, in words ('' when none)."""
+    found = [text for key, text in CROSS_FIELD_LIMITS.items() if key == name]
+    if name in AT_LEAST_ONE or name in GQA_AT_LEAST_ONE:
+        found.append(">= 1")
+    if name in NON_NEGATIVE:
+        found.append(">= 0")
+    if name in POWER_OF_TWO:
+        found.append("a power of two")
+    if name in PA_FIELD_LIMITS:
+        found.append(f"<= {PA_FIELD_LIMITS[name][0]}")
+    if name in AT_MOST:
+        found.append(f"<= {AT_MOST[name][0]:g}")
+    for suffix, _, text in SUFFIX_RULES:  # "is not > 0 (a bandwidth in GB/s)" -> "> 0"
+        if name.endswith(suffix):
+            words = text.split(" (")[0].removeprefix("is not ")
+            found.append(words.replace("exceeds ", "<= "))  # "exceeds 1e+06 GB/s"
+    return ", ".join(found)
+
+
+def default_of(field_default: Any) -> str:
+    if field_default is MISSING or field_default == "???":
+        return "(required)"
+    if field_default is None:
+        return "(derived)"
+    if isinstance(field_default, Enum):
+        return field_default.value
+    return str(field_default)

@@ -1,0 +1,177 @@
+"""Check the command line before Hydra sees it: one line per mistake, with a suggestion.
+
+Hydra answers a mistyped key (``workload.acess_bytes=4096``) with advice to add it
+with ``+`` and 4-11 lines; an internal schema node (``workload=base_stream``) it
+accepts. :func:`precheck` reads the overrides with Hydra's own parser and, for each:
+
+- a group option (``workload=``, ``topology=`` ...) must be one of the group's options,
+  not a hidden ``base_*`` schema node; a study preset needs ``+experiment=``;
+- a key must be a schema key (of the chosen workload, for ``workload.*``), else
+  "did you mean" the closest ones;
+- each value (every value of a sweep) must fit the key's type: an enum's choices, an
+  int, a float, a bool.
+
+A syntax error is Hydra's message on one line. ``+key=`` additions (checked by
+validation), ``~key`` deletions, ``hydra.*`` keys and range/interval sweeps are left
+to Hydra.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import make_dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, Override
+from hydra.errors import OverrideParseException
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from kernbench.cli.keys import Key, schema_keys, workload_keys
+from kernbench.cli.suggest import did_you_mean
+from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
+
+HIDDEN_PREFIX = "base_"  # schema nodes the workload YAMLs build on, not options
+DEFAULT_WORKLOAD = "stream"
+KINDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text"}
+
+
+class UsageError(Exception):
+    """One line naming what was typed, what is allowed and, if close, what was meant."""
+
+
+def check_overrides(overrides: Sequence[str]) -> None:
+    """Raise :class:`UsageError` for the first override that cannot be right."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException as exc:  # Hydra's grammar: its words, on one line
+        raise UsageError(" ".join(str(exc).split())) from None
+    workloads = _chosen_workloads(parsed)
+    for override in parsed:
+        name = override.key_or_group
+        if name.startswith("hydra") or override.is_delete() or override.package:
+            continue
+        if name in group_options():
+            _check_group(override)
+        elif not override.is_add() and not override.is_force_add():
+            _check_key(override, workloads)
+
+
+@cache
+def group_options() -> dict[str, list[str]]:
+    """Each config group and the options a user may pick (hidden nodes left out)."""
+    groups = {
+        d.name: sorted(p.stem for p in d.glob("*.yaml"))
+        for d in sorted(Path(conf_dir()).iterdir())
+        if d.is_dir()
+    }
+    for group in ("workload", EXPERIMENT_GROUP):
+        names = {s.removesuffix(".yaml") for s in _stored(group)} | set(groups.get(group, []))
+        groups[group] = sorted(n for n in names if not n.startswith(HIDDEN_PREFIX))
+    return groups
+
+
+def _stored(group: str) -> list[str]:
+    """The ConfigStore's entries of ``group`` (``experiment/`` presets, schema nodes)."""
+    try:
+        return ConfigStore.instance().list(group)
+    except OSError:  # the ConfigStore's "Path not found": nothing stored there
+        return []
+
+
+def _values(override: Override) -> list[Any]:
+    """The values an override sets (every one of a choice sweep), else []."""
+    value = override.value()
+    if isinstance(value, ChoiceSweep):
+        return list(value.list)
+    return [] if override.is_sweep_override() else [value]
+
+
+def _check_group(override: Override) -> None:
+    group = override.key_or_group
+    if group == EXPERIMENT_GROUP and not (override.is_add() or override.is_force_add()):
+        raise UsageError(
+            f"experiment={override.value()}: a study preset is added, not chosen: write"
+            f" +experiment=<name> (presets: {', '.join(group_options()[group])})"
+        )
+    options = group_options()[group]
+    for value in _values(override):
+        if str(value) not in options:
+            hint = did_you_mean(str(value), options)
+            raise UsageError(
+                f"{group}={value}: no such option; {group} options: {', '.join(options)}{hint}"
+            )
+
+
+def _chosen_workloads(parsed: list[Override]) -> list[str] | None:
+    """The workload options this command runs, or None when a study preset may set it."""
+    chosen = [DEFAULT_WORKLOAD]
+    for override in parsed:
+        if override.key_or_group == EXPERIMENT_GROUP:
+            return None
+        if override.key_or_group == "workload" and not override.is_delete():
+            chosen = [str(v) for v in _values(override)] or chosen
+    return chosen
+
+
+@cache
+def _schema_of_option(option: str) -> str | None:
+    """The schema node (``base_stream``) a workload option's YAML builds on."""
+    path = Path(conf_dir()) / "workload" / f"{option}.yaml"
+    if not path.is_file():
+        return None
+    defaults = OmegaConf.load(path).get("defaults", [])
+    return next((str(d) for d in defaults if str(d) in WORKLOAD_SCHEMAS), None)
+
+
+def _check_key(override: Override, workloads: list[str] | None) -> None:
+    name, keys = override.key_or_group, schema_keys()
+    if name not in keys:
+        if any(k.startswith(name + ".") for k in keys):
+            return  # a whole node (``topology.links={...}``): OmegaConf checks inside
+        raise UsageError(f"{name}: no such key{did_you_mean(name, keys)}")
+    if name.startswith("workload.") and workloads:
+        _check_workload_key(name, workloads)
+    for value in _values(override):
+        _check_type(keys[name], value)
+
+
+def workloads_with(name: str) -> list[str]:
+    """The workload options whose schema has the key ``name``."""
+    options = group_options()["workload"]
+    return [o for o in options if name in workload_keys(_schema_of_option(o) or "")]
+
+
+def _check_workload_key(name: str, workloads: list[str]) -> None:
+    for option in workloads:
+        schema = _schema_of_option(option)
+        if schema is not None and name not in workload_keys(schema):
+            own = sorted(workload_keys(schema))
+            raise UsageError(
+                f"{name}: not a key of workload {option}{did_you_mean(name, own)}"
+                f" (its keys: {', '.join(k.removeprefix('workload.') for k in own)})"
+            )
+
+
+def _check_type(key: Key, value: Any) -> None:
+    """Assign ``value`` to a typed node as OmegaConf would; say what was expected."""
+    if value is None or (isinstance(value, str) and "${" in value):
+        return
+    if key.field_type is Any:
+        return
+    try:
+        typed = OmegaConf.structured(_holder(key.field_type))
+        typed.v = value
+    except OmegaConfBaseException:
+        allowed = f"one of {', '.join(key.choices)}" if key.choices else KINDS.get(key.type)
+        raise UsageError(f"{key.name}={value}: not {allowed or key.type}") from None
+
+
+@cache
+def _holder(field_type: Any) -> type:
+    """A one-field dataclass of ``field_type``, to let OmegaConf judge a value."""
+    return make_dataclass("Holder", [("v", Optional[field_type], None)])  # noqa: UP045

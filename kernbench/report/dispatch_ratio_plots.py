@@ -1,0 +1,134 @@
+"""The dispatch-ratio study's plots (drawn by ``plot`` of :mod:`.dispatch_ratio`).
+
+- ``dispatch_ratio_heatmap.png``: opt3 / opt2 dispatch over FIXED x R, the ADR's 2.4x
+  drawn as a contour, the default calibration boxed, and the FIXED = R = 0 cell marked
+  "0 / 0" (both variants dispatch free there, so there is no ratio).
+- ``dispatch_ratio_cycles.png``: dispatch cycles per tile against FIXED, one panel per R.
+- ``dispatch_ratio_latency.png``: kernel latency against FIXED, one panel per R, each
+  point marked by its bottleneck (the outcome that matters: is the kernel CPU-bound?).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from kernbench.report.tables import FIXED, RECIP  # noqa: E402
+
+VARIANTS = ("opt2", "opt3")
+MARKERS = {"cpu": "o", "dma": "s", "gemm": "^", "math": "D"}
+
+
+def draw(
+    table: pd.DataFrame, out_dir: Path, adr_ratio: float, default: tuple[float, float]
+) -> list[Path]:
+    """Write the three plots, marking the ADR's ratio and the default (FIXED, R)
+    calibration (both stated once, in :mod:`kernbench.report.dispatch_ratio`)."""
+    return [
+        _heat(table, out_dir / "dispatch_ratio_heatmap.png", adr_ratio, default),
+        _cycles(table, out_dir / "dispatch_ratio_cycles.png"),
+        _latency(table, out_dir / "dispatch_ratio_latency.png"),
+    ]
+
+
+def _heat(table: pd.DataFrame, path: Path, adr_ratio: float, default: tuple[float, float]) -> Path:
+    grid = table.pivot_table(index=FIXED, columns=RECIP, values="ratio_opt3_opt2",
+                             dropna=False)  # fmt: skip
+    grid = grid.reindex(index=sorted(set(table[FIXED])), columns=sorted(set(table[RECIP])))
+    values = grid.to_numpy(dtype=float)
+    fig, ax = plt.subplots(figsize=(1.1 * values.shape[1] + 3.5, 0.7 * values.shape[0] + 2))
+    image = ax.imshow(values, cmap="viridis", origin="lower", aspect="auto")
+    fig.colorbar(image, ax=ax).set_label("opt3 / opt2 dispatch cycles per tile")
+    middle = np.nanmean([np.nanmin(values), np.nanmax(values)])
+    for (i, j), v in np.ndenumerate(values):
+        text, color = (f"{v:.2f}", "black" if v > middle else "white") if np.isfinite(v) else (
+            "0 / 0", "grey")  # fmt: skip
+        ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
+    _adr_contour(ax, values, adr_ratio)
+    _box_default(ax, list(grid.index), list(grid.columns), default)
+    ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns])
+    ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index])
+    ax.set(xlabel="byte_cycles_recip R (cycles/B)", ylabel="fixed_per_cmd_cycles FIXED (cycles)")
+    ax.set_title("opt3 / opt2 dispatch per KV tile\n(0 / 0: both free at FIXED = R = 0)",
+                 fontsize=10)  # fmt: skip
+    return _save(fig, path)
+
+
+def _adr_contour(ax, values: np.ndarray, adr_ratio: float) -> None:  # noqa: ANN001
+    """The ADR's 2.4x as a dashed line, where the grid crosses it."""
+    finite = values[np.isfinite(values)]
+    if finite.size and finite.min() < adr_ratio < finite.max() and min(values.shape) > 1:
+        ax.contour(np.ma.masked_invalid(values), levels=[adr_ratio], colors="red",
+                   linestyles="dashed", linewidths=1.5)  # fmt: skip
+    ax.plot([], [], color="red", linestyle="dashed", label=f"ADR ≈ {adr_ratio}x")
+    ax.plot([], [], color="red", marker="s", fillstyle="none", linestyle="none",
+            label="default calibration")  # fmt: skip
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.18), ncol=2, fontsize=8, frameon=False)
+
+
+def _box_default(ax, fixed: list[float], recip: list[float], default) -> None:  # noqa: ANN001
+    if default[0] in fixed and default[1] in recip:
+        i, j = fixed.index(default[0]), recip.index(default[1])
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
+
+
+def _panels(table: pd.DataFrame, ylabel: str):  # noqa: ANN202
+    recips = sorted(set(table[RECIP]))
+    fig, axes = plt.subplots(1, len(recips), figsize=(2.9 * len(recips) + 0.6, 3.4),
+                             sharey=True, squeeze=False)  # fmt: skip
+    for ax, recip in zip(axes[0], recips, strict=True):
+        ax.set_title(f"R = {recip:g} cycles/B", fontsize=9)
+        ax.set_xlabel("FIXED (cycles)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    return fig, list(zip(axes[0], recips, strict=True))
+
+
+def _cycles(table: pd.DataFrame, path: Path) -> Path:
+    fig, panels = _panels(table, "dispatch cycles per KV tile")
+    for ax, recip in panels:
+        part = table[table[RECIP] == recip].sort_values(FIXED)
+        x = np.arange(len(part))
+        for k, variant in enumerate(VARIANTS):
+            ys = part[f"cycles_{variant}"]
+            ax.bar(x + (k - 0.5) * 0.4, ys, width=0.4, label=variant)
+        ax.set_xticks(x, [f"{v:g}" for v in part[FIXED]])
+    panels[0][0].legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _latency(table: pd.DataFrame, path: Path) -> Path:
+    fig, panels = _panels(table, "kernel latency (ns)")
+    colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange"), strict=True))
+    for ax, recip in panels:
+        part = table[table[RECIP] == recip].sort_values(FIXED)
+        for variant in VARIANTS:
+            xs, ys = part[FIXED], part[f"latency_ns_{variant}"]
+            ax.plot(xs, ys, color=colors[variant], lw=1)
+            for x, y, b in zip(xs, ys, part[f"bound_{variant}"], strict=True):
+                ax.scatter(x, y, color=colors[variant], marker=MARKERS.get(b, "x"), zorder=3)
+    handles = [Line2D([], [], color=c, label=v) for v, c in colors.items()]
+    seen = sorted(set(table["bound_opt2"]) | set(table["bound_opt3"]))
+    handles += [Line2D([], [], color="black", marker=MARKERS.get(b, "x"), linestyle="none",
+                       label=f"{b}-bound") for b in seen]  # fmt: skip
+    fig.legend(handles=handles, loc="upper right", fontsize=8)
+    fig.suptitle("GQA kernel latency and its bottleneck (busiest unit)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 0.86, 0.93))
+    return _save(fig, path, tight=False)
+
+
+def _save(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
+    if tight:
+        fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,138 @@
+"""The general report: any sweep or single run, whatever it swept (DESIGN §6).
+
+It reads the axes off the data: the *swept keys* are the config columns (dotted
+names) whose value varies among the rows; of those, the *axes* are the ones no other
+swept key determines (``hbm_channels_per_pe`` follows from pseudo-channels and PEs per
+cube, ``pes_per_cube`` from ``topology.name`` when the sweep chose topologies), so a
+plot never spends a dimension on a key that only repeats another. Every constant config
+value and every constant metric other than the main ones is said once, above the
+table; the main metrics (the outcomes) stay in the table even when equal. The studies
+(:mod:`kernbench.report.study`) add their claims and plots on top of this; this module
+knows no study.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from kernbench.report.formatting import format_table, format_value, natural_order
+from kernbench.results import STATUS_OK
+
+# Columns that say who ran what and how long it took: never a swept key or a metric.
+IDENTITY = frozenset(
+    {"sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit", "status", "error"}
+)
+TIMINGS = frozenset(
+    {"cached", "sim_wall_s", "wall_s", "sim_accesses", "accesses_per_s", "bare_simpy_events_per_s"}
+)
+# The metrics a table shows per workload; the first is the default plot metric.
+MAIN_METRICS: dict[str, tuple[str, ...]] = {
+    "stream": ("effective_bw_gbs", "aggregate_bw_gbs", "bw_efficiency", "sim_time_ns"),
+    "gqa_opt2": (
+        "kernel_latency_ns",
+        "bottleneck",
+        "dispatch_cycles_per_tile",
+        "commands_per_tile",
+        "logical_bytes_per_tile",
+    ),
+}
+MAIN_METRICS["gqa_opt3"] = MAIN_METRICS["gqa_opt2"]
+FALLBACK_METRICS = ("sim_time_ns",)
+WORKLOAD = "workload.name"
+
+
+@dataclass
+class Overview:
+    """What a table of rows holds, read off the data."""
+
+    rows: int
+    ok: int
+    swept: list[str]
+    axes: list[str]
+    metrics: list[str]
+    constants: dict[str, Any]
+    table: pd.DataFrame
+    errors: list[str] = field(default_factory=list)
+
+
+def config_keys(df: pd.DataFrame) -> list[str]:
+    """Config columns (dotted names), in table order."""
+    return [c for c in df.columns if "." in c]
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """Every metric column (neither config, identity nor wall-clock timing)."""
+    return [c for c in df.columns if "." not in c and c not in IDENTITY | TIMINGS]
+
+
+def swept_keys(df: pd.DataFrame) -> list[str]:
+    """Config columns that take more than one value (failed points count: their
+    config was asked for)."""
+    return [c for c in config_keys(df) if df[c].astype(str).nunique() > 1]
+
+
+def independent_axes(df: pd.DataFrame, swept: list[str]) -> list[str]:
+    """The swept keys left when each key the others determine is dropped, last first."""
+    axes = list(swept)
+    for key in reversed(swept):
+        others = [k for k in axes if k != key]
+        if others and _determined(df, key, others):
+            axes.remove(key)
+    return axes
+
+
+def _determined(df: pd.DataFrame, key: str, others: list[str]) -> bool:
+    text = df[[key, *others]].astype(str)
+    return bool(text.groupby(others)[key].nunique().max() <= 1)
+
+
+def main_metrics(ok: pd.DataFrame) -> list[str]:
+    """The metrics worth a column for these rows' workloads, in a stable order."""
+    names = ok[WORKLOAD].dropna().unique() if WORKLOAD in ok else []
+    wanted = [m for n in names for m in MAIN_METRICS.get(str(n), FALLBACK_METRICS)]
+    wanted = wanted or list(FALLBACK_METRICS)
+    present = [m for m in dict.fromkeys(wanted) if m in ok and ok[m].notna().any()]
+    return present or [m for m in metric_columns(ok) if ok[m].notna().any()][:4]
+
+
+def default_metric(ok: pd.DataFrame, metrics: list[str]) -> str | None:
+    """The first numeric main metric: what the plot shows unless ``--metric`` says."""
+    return next((m for m in metrics if pd.api.types.is_numeric_dtype(ok[m])), None)
+
+
+def overview(df: pd.DataFrame) -> Overview:
+    """Swept keys, axes, constants and the compact table of ``df``."""
+    ok = df[df["status"] == STATUS_OK]
+    swept = swept_keys(df)
+    metrics = main_metrics(ok)
+    constants = {c: df[c].iloc[0] for c in config_keys(df) if c not in swept}
+    shown = metrics  # the outcomes stay in the table even when equal in every row
+    steady = [m for m in metric_columns(ok) if m not in shown and ok[m].notna().any()]
+    constants |= {m: ok[m].dropna().iloc[0] for m in steady if ok[m].astype(str).nunique() == 1}
+    columns = [*swept, *(["status"] if len(ok) < len(df) else []), *shown]
+    table = df[columns].sort_values(swept, key=natural_order) if swept else df[columns]
+    errors = [_error_line(row, swept) for _, row in df[df["status"] != STATUS_OK].iterrows()]
+    return Overview(
+        len(df), len(ok), swept, independent_axes(df, swept), metrics, constants,
+        format_table(table.reset_index(drop=True)), errors,
+    )  # fmt: skip
+
+
+def _error_line(row: pd.Series, swept: list[str]) -> str:
+    where = ", ".join(f"{k.rsplit('.', 1)[-1]}={format_value(row[k])}" for k in swept)
+    return f"{where or 'the run'}: {row['error']}"
+
+
+def constants_text(constants: dict[str, Any], width: int = 100) -> list[str]:
+    """``key=value`` pairs wrapped to ``width`` characters, in table order."""
+    lines, line = [], ""
+    for key, value in constants.items():
+        item = f"{key}={format_value(value)}"
+        if line and len(line) + 2 + len(item) > width:
+            lines.append(line)
+            line = ""
+        line = f"{line}, {item}" if line else item
+    return [*lines, line] if line else lines

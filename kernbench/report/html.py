@@ -1,0 +1,74 @@
+"""``report.html``: the report's sections as one self-contained page.
+
+Every plot is embedded as a base64 PNG (``data:`` URI) and the style sheet is inline,
+so the file opens in any browser, offline, copied anywhere, with nothing beside it.
+matplotlib's PNGs are enough here: interactive plots (plotly, altair) would add a
+dependency and several MB of JavaScript per page for hover labels the tables give.
+"""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from kernbench.report.claims import Claim
+from kernbench.report.study import Section
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; background: #fff; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; }
+th { background: #f3f3f3; }
+.claim { margin: 0.4em 0; } .detail { color: #555; margin-left: 1.5em; font-size: 0.9em; }
+.HOLDS { color: #fff; background: #2a7d2a; padding: 1px 6px; border-radius: 3px; }
+.DOES-NOT-HOLD { color: #fff; background: #b22; padding: 1px 6px; border-radius: 3px; }
+.NOT-TESTED { color: #fff; background: #888; padding: 1px 6px; border-radius: 3px; }
+pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.85em; }
+.scroll { overflow-x: auto; }
+img { max-width: 100%; display: block; margin: 0.8em 0; border: 1px solid #eee; }
+"""
+
+
+def render_html(header: str, sections: list[Section]) -> str:
+    """The whole page."""
+    body = [f"<h1>KernBench report</h1><p>{escape(header)}</p>"]
+    body += [_section(s) for s in sections]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>KernBench report</title><style>{STYLE}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )
+
+
+def _section(section: Section) -> str:
+    parts = [f"<h2>{escape(section.title)}</h2>"]
+    if section.lines:
+        parts.append(f"<pre>{escape(chr(10).join(section.lines))}</pre>")
+    if section.table is not None:
+        table = section.table.to_html(index=False, border=0, escape=True)
+        parts.append(f'<div class="scroll">{table}</div>')
+    parts += [_claim(c) for c in section.claims]
+    parts += [f"<p>{escape(n)}</p>" for n in section.notes]
+    parts += [_image(p) for p in section.plots]
+    return f"<section>{''.join(parts)}</section>"
+
+
+def _claim(claim: Claim) -> str:
+    verdict = claim.verdict()
+    return (
+        f'<div class="claim"><span class="{verdict.replace(" ", "-")}">{verdict}</span> '
+        f'{escape(claim.text)}<div class="detail">{escape(claim.detail)}</div></div>'
+    )
+
+
+def _image(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img alt="{escape(path.name)}" src="data:image/png;base64,{data}">'
+
+
+def write_html(path: Path, header: str, sections: list[Section]) -> Path:
+    path.write_text(render_html(header, sections), encoding="utf-8")
+    return path

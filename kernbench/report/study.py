@@ -1,0 +1,72 @@
+"""A study: a (table, check, plot) triple the report runs on top of the general part.
+
+Each study module exposes ``table(df) -> DataFrame | None`` (None: these rows are not
+that study), ``check(table) -> list[Claim]`` and ``plot(table, out_dir) -> list[Path]``.
+:data:`STUDIES` lists them; adding a study is one line here. A study that fails on
+an unusual grid costs its own section a one-line note, never the rest of the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from kernbench.report import bw_equivalence, dispatch_ratio, sim_speed
+from kernbench.report.claims import Claim
+from kernbench.report.formatting import format_table, format_value
+
+
+@dataclass(frozen=True)
+class Study:
+    title: str
+    table: Callable[[pd.DataFrame], pd.DataFrame | None]
+    check: Callable[[pd.DataFrame], list[Claim]]
+    plot: Callable[[pd.DataFrame, Path], list[Path]]
+
+
+@dataclass
+class Section:
+    """One part of the report, rendered as text (:mod:`~kernbench.report.document`)
+    and as HTML (:mod:`~kernbench.report.html`) from the same content."""
+
+    title: str
+    lines: list[str] = field(default_factory=list)
+    table: pd.DataFrame | None = None  # already formatted (strings)
+    claims: list[Claim] = field(default_factory=list)
+    plots: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+STUDIES: tuple[Study, ...] = (
+    Study("bandwidth equivalence", bw_equivalence.table, bw_equivalence.check, bw_equivalence.plot),
+    Study("dispatch ratio", dispatch_ratio.table, dispatch_ratio.check, dispatch_ratio.plot),
+    Study("simulator speed", sim_speed.table, sim_speed.check, sim_speed.plot),
+)
+
+
+def study_section(study: Study, df: pd.DataFrame, out_dir: Path) -> Section | None:
+    """The study's section, or None when the rows are not that study."""
+    try:
+        table = study.table(df)
+        if table is None:
+            return None
+        section = Section(f"{study.title} ({len(table)} configurations)")
+        same = [c for c in table.columns if len(table) > 1 and table[c].astype(str).nunique() == 1]
+        if same:
+            section.lines = [f"same in every row: {_pairs(table, same)}"]
+        section.table = format_table(table.drop(columns=same))
+        section.claims = study.check(table)
+    except Exception as exc:  # a study's own limits must not cost the general report
+        return Section(study.title, notes=[f"not reported: {type(exc).__name__}: {exc}"])
+    try:
+        section.plots = study.plot(table, out_dir)
+    except Exception as exc:
+        section.notes.append(f"plots not drawn: {type(exc).__name__}: {exc}")
+    return section
+
+
+def _pairs(table: pd.DataFrame, columns: list[str]) -> str:
+    return ", ".join(f"{c.rsplit('.', 1)[-1]}={format_value(table[c].iloc[0])}" for c in columns)

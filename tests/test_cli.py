@@ -1,0 +1,232 @@
+"""The command line for people (issue 14 items 3, 4, 8): typo help, the key list,
+``--cfg job`` with validation, and the warning before a very long run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kernbench.cli.estimate import SECONDS_PER_ACCESS, WARN_FROM, warning
+from kernbench.cli.help import help_text, key_table
+from kernbench.cli.keys import schema_keys
+from kernbench.cli.precheck import UsageError, check_overrides
+from kernbench.cli.show_config import job_config_yaml
+from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig, register_configs
+from kernbench.errors import ConfigError
+from kernbench.units import unit_of
+from tests.support import make_cfg
+
+register_configs()
+
+# (override, the one error line)
+USAGE_CASES = [
+    (
+        "workload.acess_bytes=4096",
+        "workload.acess_bytes: no such key; did you mean workload.access_bytes?",
+    ),
+    (
+        "tolopogy.pes_per_cube=2",
+        "tolopogy.pes_per_cube: no such key; did you mean topology.pes_per_cube?",
+    ),
+    (
+        "workload=base_stream",
+        "workload=base_stream: no such option; workload options: gqa_opt2, gqa_opt3, stream",
+    ),
+    (
+        "workload=gqa_op3",
+        "workload=gqa_op3: no such option; workload options: gqa_opt2, gqa_opt3, stream;"
+        " did you mean gqa_opt3?",
+    ),
+    (
+        "experiment=bw_equivalence",
+        "experiment=bw_equivalence: a study preset is added, not chosen: write"
+        " +experiment=<name> (presets: bw_equivalence, dispatch_ratio, sim_speed)",
+    ),
+    ("address.model=xx", "address.model=xx: not one of pa, va, la"),
+    ("topology.links.pe_noc_bw_gbs=fast", "topology.links.pe_noc_bw_gbs=fast: not a number"),
+    ("sim.trace=maybe", "sim.trace=maybe: not true or false"),
+    ("workload.access_bytes=1,2,x", "workload.access_bytes=x: not an integer"),
+]
+
+
+@pytest.mark.parametrize(("override", "line"), USAGE_CASES)
+def test_override_that_cannot_be_right_is_one_line(override, line):
+    with pytest.raises(UsageError) as info:
+        check_overrides([override])
+    assert str(info.value) == line
+
+
+def test_workload_key_is_checked_against_the_chosen_workload():
+    with pytest.raises(UsageError, match=r"^workload.access_bytes: not a key of workload gqa_opt3"):
+        check_overrides(["workload=gqa_opt3", "workload.access_bytes=4096"])
+    check_overrides(["workload=gqa_opt3", "workload.seq_tokens=4096"])
+    check_overrides(["+experiment=dispatch_ratio", "workload.seq_tokens=4096"])  # preset picks
+
+
+GOOD = [
+    ["workload.access_bytes=1024,4096", "channel_mapping=one_to_one,n_to_one"],
+    ["+experiment=bw_equivalence", "hydra/launcher=basic", "hydra.sweep.dir=x"],
+    ["workload.active_pes=1", "workload.active_pes=all", "cache=false", "sim.trace=true"],
+    ["topology.cube.memory_map.hbm_channels_per_pe=8", "+workload.bogus=1", "~sim.oplog"],
+]
+
+
+@pytest.mark.parametrize("overrides", GOOD)
+def test_valid_overrides_pass(overrides):
+    check_overrides(overrides)
+
+
+def test_app_typo_is_one_line_and_no_run(run_app):
+    run = run_app("workload.acess_bytes=4096")
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        "kernbench: error: workload.acess_bytes: no such key; did you mean workload.access_bytes?"
+    ]
+    assert run.rows() == []
+
+
+def _all_schema_leaves(schema: type, prefix: str) -> set[str]:
+    names = set()
+    for f in dataclasses.fields(schema):
+        value = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(value):
+            names |= _all_schema_leaves(type(value), f"{prefix}{f.name}.")
+        elif prefix or f.name != "workload":
+            names.add(f"{prefix}{f.name}")
+    return names
+
+
+def test_help_lists_every_schema_key_with_type_unit_default_limit():
+    expected = _all_schema_leaves(AppConfig, "")
+    for schema in WORKLOAD_SCHEMAS.values():
+        expected |= _all_schema_leaves(schema, "workload.")
+    assert set(schema_keys()) == expected
+    lines = {line.split()[0]: line for line in key_table()[1:]}
+    assert set(lines) == expected
+    words = lines["workload.access_bytes"].split()
+    assert words[:4] == ["workload.access_bytes", "int", "B", "65536"]
+    assert ">= 1" in lines["workload.access_bytes"]
+    assert lines["topology.cube.memory_map.hbm_channel_bw_gbs"].split()[1:4] == [
+        "float",
+        "GB/s",
+        "32.0",
+    ]
+    assert "a power of two" in lines["topology.pe_mmu.page_size"]
+    assert "<= 64" in lines["topology.pes_per_cube"]
+    assert "[gqa_opt2, gqa_opt3]" in lines["workload.seq_tokens"]
+    assert lines["workload.seq_tokens"].split()[3] == "2048"
+
+
+def test_help_hides_base_configs_and_shows_plus_experiment():
+    text = help_text()
+    assert "base_stream" not in text and "base_gqa" not in text
+    assert "  workload=gqa_opt2 | gqa_opt3 | stream*" in text
+    assert "  +experiment=bw_equivalence | dispatch_ratio | sim_speed" in text
+    assert "\n  experiment=" not in text
+
+
+def test_units_come_from_the_names():
+    assert [unit_of(k) for k in ("workload.access_bytes", "topology.links.pcie_latency_ns",
+            "effective_bw_gbs", "dispatch_cycles_per_tile", "topology.pe_mmu.page_size",
+            "topology.pes_per_cube")] == ["B", "ns", "GB/s", "cycles/tile", "B", ""]  # fmt: skip
+
+
+def test_cfg_job_validates_and_shows_derived_values():
+    text = job_config_yaml(["topology=small"])
+    assert "hbm_channels_per_pe: 8" in text  # 16 pseudo-channels / 2 PEs per cube
+    assert "null" not in text.split("paths:")[0]
+    with pytest.raises(ConfigError, match="64 is not divisible by topology.pes_per_cube = 7"):
+        job_config_yaml(["topology.pes_per_cube=7"])
+
+
+def test_cfg_job_through_the_app(run_app):
+    run = run_app("--cfg", "job", "topology.pes_per_cube=7")
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        "kernbench: error: topology.cube.memory_map.hbm_pseudo_channels: 64 is not divisible"
+        " by topology.pes_per_cube = 7"
+    ]
+    run = run_app("--cfg", "job", "topology.pes_per_cube=4")
+    assert run.returncode == 0 and "hbm_channels_per_pe: 16" in run.stdout
+    assert run.rows() == []  # shown, not run
+
+
+def test_long_run_warning_states_count_and_time():
+    """access_bytes=1 over 4 MiB per PE on all 16 PEs: 4,194,304 x 16 = 67,108,864
+    accesses; at 4.9 us each (n:1) 328.8 s, about 5 min."""
+    cfg = make_cfg(access_bytes=1)
+    line = warning(cfg)
+    count = 4 * 1024 * 1024 * 16
+    assert count * SECONDS_PER_ACCESS["n_to_one"] == pytest.approx(328.8, abs=0.1)
+    assert line == (
+        f"kernbench: warning: {count:,} DMA accesses to simulate, about 5 min of wall time"
+        " at ~4.9 us each (Ctrl-C stops it)"
+    )
+
+
+def test_no_warning_below_the_threshold():
+    # 4 MiB / 64 B x 16 PEs = 1,048,576 accesses: well under 10^7
+    assert warning(make_cfg(access_bytes=64)) is None
+    # copy doubles the accesses: 4 MiB / 8 B x 2 x 16 = 16,777,216 >= 10^7
+    assert WARN_FROM <= 4 * 1024 * 1024 // 8 * 2 * 16
+    assert "16,777,216 DMA accesses" in warning(make_cfg(access_bytes=8, op="copy"))
+
+
+def test_active_pes_is_text_in_every_row():
+    """One type for ``workload.active_pes``: a single run's column and a sweep's agree."""
+    from kernbench.config import flatten, validate
+
+    assert flatten(validate(make_cfg(active_pes=1)))["workload.active_pes"] == "1"
+    assert flatten(validate(make_cfg(active_pes="all")))["workload.active_pes"] == "all"
+    with pytest.raises(ConfigError, match="x is neither 'all' nor a count in 1..16"):
+        validate(make_cfg(active_pes="x"))
+
+
+def test_gqa_per_tile_commands_and_bytes_are_integers():
+    from kernbench.config.schema import GqaWorkloadConfig, KernBenchConfig
+    from kernbench.config.validate import validate
+    from kernbench.simulate import run
+
+    cfg = validate(KernBenchConfig(workload=GqaWorkloadConfig(name="gqa_opt2", seq_tokens=256)))
+    m = run(cfg).metrics
+    assert (m["commands_per_tile"], m["logical_bytes_per_tile"]) == (2, 332)
+    assert type(m["commands_per_tile"]) is int and type(m["logical_bytes_per_tile"]) is int
+
+
+def test_app_warns_before_a_long_run_but_not_a_cached_one(
+    compose_cfg, monkeypatch, tmp_path, capsys
+):
+    """The hook in app.run_job: the warning precedes the simulation (stubbed here), and a
+    point served from the point cache, which takes no time, gets none."""
+    from kernbench import simulate
+    from kernbench.app import run_job
+    from kernbench.sweep.cache import PointCache
+
+    monkeypatch.setattr(simulate, "run", lambda cfg, **kw: simulate.RunResult({"sim_time_ns": 1.0}))
+    cache = PointCache(tmp_path / "cache")
+    long_run = compose_cfg("workload.access_bytes=1")
+    assert run_job(long_run, tmp_path / "a", cache=cache) == "ok"
+    assert "kernbench: warning: 67,108,864 DMA accesses to simulate" in capsys.readouterr().err
+    assert run_job(long_run, tmp_path / "b", cache=cache) == "ok"  # served from the cache
+    assert "warning" not in capsys.readouterr().err
+    assert run_job(compose_cfg("workload.access_bytes=64"), tmp_path / "c") == "ok"
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_override_syntax_error_is_hydras_message_on_one_line(run_app):
+    run = run_app("topology.pes_per_cube==3")
+    assert run.returncode == 1
+    [line] = run.stderr.splitlines()
+    assert line.startswith("kernbench: error: Error parsing override 'topology.pes_per_cube==3'")
+
+
+def test_help_and_keys_through_the_app(run_app):
+    keys = run_app("--keys")
+    assert keys.returncode == 0
+    lines = keys.stdout.splitlines()
+    assert lines[0].split() == ["key", "type", "unit", "default", "limit"]
+    assert {line.split()[0] for line in lines[1:]} == set(schema_keys())
+    helped = run_app("--help")
+    assert helped.returncode == 0 and "+experiment=bw_equivalence" in helped.stdout
+    assert keys.rows() == [] and helped.rows() == []  # nothing ran
