@@ -24,14 +24,17 @@ from kernbench.sweep import progress
 from kernbench.sweep.merge import MergeOutcome, merge_sweep
 
 _outcomes: list[MergeOutcome] = []
+_merged_dirs: set[str] = set()  # sweeps the fast sweeper merged itself
 
 
 class MergeResults(Callback):
     """Write ``results.parquet`` in the sweep directory at the end of a multirun."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        outcome = merge_sweep(Path(str(config.hydra.sweep.dir)))
-        _outcomes.append(outcome)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        if str(sweep_dir.resolve()) in _merged_dirs:
+            return  # the fast sweeper (kernbench.sweep.sweeper) wrote the table itself
+        _outcomes.append(merge_sweep(sweep_dir))
 
 
 class SweepProgress(Callback):
@@ -47,6 +50,13 @@ class SweepProgress(Callback):
             return
         num = int(config.hydra.job.num)
         progress.log.info(progress.finish_point(Path(str(config.hydra.sweep.dir)), num))
+
+
+def record_outcome(outcome: MergeOutcome, sweep_dir: Path) -> None:
+    """The fast sweeper's merge: reported by :func:`kernbench.app.main` like ours, and
+    not merged again from job files at the end of the multirun."""
+    _merged_dirs.add(str(sweep_dir.resolve()))
+    _outcomes.append(outcome)
 
 
 def pop_outcome() -> MergeOutcome | None:
