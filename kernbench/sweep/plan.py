@@ -85,7 +85,7 @@ class Planner:
     def __init__(self, config_loader: Any, master: DictConfig) -> None:
         self.loader = config_loader
         self.master = master
-        self.hydra_overrides = list(master.hydra.overrides.hydra)
+        self.hydra_overrides = list(OmegaConf.to_container(master.hydra.overrides.hydra))
         name = master.hydra.job.config_name
         _, self.repo = config_loader._parse_overrides_and_create_caching_repo(
             name, self.hydra_overrides

@@ -20,7 +20,7 @@ from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
-from omegaconf import DictConfig, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
 
@@ -58,7 +58,7 @@ class ChunkJobs:
             f"hydra.sweep.subdir={CHUNKS_DIR.as_posix()}/${{hydra.job.num}}",
         ]
         with read_write(cfg.hydra), open_dict(cfg.hydra):
-            cfg.hydra.overrides.hydra = list(cfg.hydra.overrides.hydra) + pinned
+            cfg.hydra.overrides.hydra = OmegaConf.to_container(cfg.hydra.overrides.hydra) + pinned
         return cfg
 
 
