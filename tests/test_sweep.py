@@ -168,3 +168,35 @@ def test_dispatch_ratio_full_table(tmp_path):
     assert (opt3["commands_per_tile"], opt3["logical_bytes_per_tile"]) == (10, 348)
     ratio = opt3["dispatch_cycles_per_tile"] / opt2["dispatch_cycles_per_tile"]
     assert ratio == pytest.approx(407 / 147)
+
+
+def test_dry_run_lists_shapes_and_invalid_points_and_runs_nothing(tmp_path):
+    proc, sweep = run_sweep(
+        tmp_path,
+        *SMALL,
+        "workload.bytes_per_pe=4096",
+        "channel_mapping=n_to_one,one_to_one",
+        "topology.pes_per_cube=2,3",
+        "hydra.sweeper.dry_run=true",
+    )
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "dry run: 4 points in 2 shapes, 2 invalid; nothing was run" in out
+    shape = "topology=small pe_cost_model=zero channel_mapping={}"
+    assert f"shape 0 (2 points): {shape.format('n_to_one')}" in out
+    assert f"shape 1 (2 points): {shape.format('one_to_one')}" in out
+    why = "topology.cube.memory_map.hbm_pseudo_channels: 16 is not divisible by"
+    invalid = re.findall(r"invalid #(\d) \(.*topology.pes_per_cube=3\): (.*)", out)
+    assert [(n, m.startswith(why)) for n, m in invalid] == [("1", True), ("3", True)]
+    assert "2 of 4 sweep points are invalid" in proc.stderr
+    assert not (sweep / MERGED_FILE).exists()
+    assert not (tmp_path / "outputs" / "cache").exists()  # nothing simulated
+
+
+def test_a_wrong_type_refuses_the_sweep_before_anything_runs(tmp_path):
+    proc, sweep = run_sweep(tmp_path, *SMALL, "workload.outstanding=1,two")
+    assert proc.returncode == 1
+    assert "sweep point #1 (topology=small" in proc.stderr
+    assert "workload.outstanding=two" in proc.stderr
+    assert not (sweep / MERGED_FILE).exists()
+    assert not (tmp_path / "outputs" / "cache").exists()
