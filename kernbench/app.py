@@ -75,8 +75,9 @@ def run_job(
 
     With ``rows`` the row is appended there instead of written (the fast sweep,
     :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
-    merged table; ``out_dir`` then only receives a trace). With a ``cache``, a point found there is not simulated (unless it asks for more than
-    its metrics: :func:`must_simulate`), and a point simulated ok is stored.
+    merged table; ``out_dir`` then only receives a trace). With a ``cache``, a point
+    found there is not simulated (unless it asks for more than its metrics:
+    :func:`must_simulate`), and a point simulated ok is stored.
     ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
     config from ``compose``; the cache is explicit so they never share one by accident.
     """
@@ -104,7 +105,9 @@ def run_job(
     if cache is not None and key is not None:
         cache.store(key, result.metrics)
     wall_s = time.perf_counter() - start
-    path = _write(out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows)
+    path = _write(
+        out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows
+    )
     print(result.summary())
     if path is not None:
         print(f"result: {path}")

@@ -53,8 +53,10 @@ def sim_total(rows: list[dict]) -> float:
 def test_per_point_overhead_of_tiny_points(tmp_path):
     wall, rows = timed_sweep(tmp_path, "tiny", *TINY, "cache=false")
     overhead_ms = (wall * WORKERS - sim_total(rows)) / len(rows) * 1000
-    print(f"\n{len(rows)} points: wall {wall:.2f} s, sum sim {sim_total(rows):.2f} s,"
-          f" overhead {overhead_ms:.1f} ms/point (target 15)")
+    print(
+        f"\n{len(rows)} points: wall {wall:.2f} s, sum sim {sim_total(rows):.2f} s,"
+        f" overhead {overhead_ms:.1f} ms/point (target 15)"
+    )
     assert len(rows) == 1000
     assert overhead_ms <= 15
 
@@ -64,8 +66,10 @@ def test_bw_equivalence_wall_and_cached_rerun(tmp_path):
     bound = 1.5 * sim_total(rows) / WORKERS + 3
     timed_sweep(tmp_path, "fill", "+experiment=bw_equivalence")
     cached_wall, cached = timed_sweep(tmp_path, "warm", "+experiment=bw_equivalence")
-    print(f"\nbw_equivalence: wall {wall:.2f} s, bound {bound:.2f} s;"
-          f" cached rerun {cached_wall:.2f} s (target 3)")
+    print(
+        f"\nbw_equivalence: wall {wall:.2f} s, bound {bound:.2f} s;"
+        f" cached rerun {cached_wall:.2f} s (target 3)"
+    )
     assert all(r["cached"] for r in cached)
     assert wall <= bound
     assert cached_wall <= 3
@@ -74,6 +78,8 @@ def test_bw_equivalence_wall_and_cached_rerun(tmp_path):
 def test_dispatch_ratio_parallel_efficiency(tmp_path):
     wall, rows = timed_sweep(tmp_path, "dr", "+experiment=dispatch_ratio", "cache=false")
     efficiency = sim_total(rows) / (WORKERS * wall)
-    print(f"\ndispatch_ratio: wall {wall:.2f} s, sum sim {sim_total(rows):.2f} s,"
-          f" efficiency {efficiency:.2f} (target 0.85)")
+    print(
+        f"\ndispatch_ratio: wall {wall:.2f} s, sum sim {sim_total(rows):.2f} s,"
+        f" efficiency {efficiency:.2f} (target 0.85)"
+    )
     assert efficiency >= 0.85

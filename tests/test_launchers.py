@@ -48,7 +48,11 @@ LAUNCHERS = {
     "fast": ["hydra.launcher.n_jobs=2"],
     "basic": ["hydra/launcher=basic", CHUNKS_OF_3],
     "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", CHUNKS_OF_3],
-    "submitit_local": ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5", CHUNKS_OF_3],
+    "submitit_local": [
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=5",
+        CHUNKS_OF_3,
+    ],
     "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2", CHUNKS_OF_3],
 }
 
@@ -88,7 +92,9 @@ def stable(rows: list[dict]) -> list[dict]:
 @pytest.fixture(scope="module")
 def stock_table(tmp_path_factory):
     """The reference: Hydra's stock path (basic sweeper, joblib, a job per point)."""
-    rows, _ = sweep(tmp_path_factory.mktemp("stock"), "s", *GRID, *STOCK, "cache=false", returncode=1)
+    rows, _ = sweep(
+        tmp_path_factory.mktemp("stock"), "s", *GRID, *STOCK, "cache=false", returncode=1
+    )
     assert len(rows) == N_POINTS
     assert [r["status"] for r in rows] == ["ok", "error"] * (N_POINTS // 2)
     return rows

@@ -1,4 +1,4 @@
-"""``hydra/launcher=kernbench``: local worker processes (:class:`kernbench.sweep.sweeper.FastLauncher`)."""
+"""``hydra/launcher=kernbench``: local workers (:class:`kernbench.sweep.sweeper.FastLauncher`)."""
 
 from dataclasses import dataclass
 

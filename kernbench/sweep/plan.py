@@ -182,8 +182,7 @@ def screen(plan: Plan) -> None:
                 apply_values(plan.shapes[point.shape].task, [value])
             except ConfigCompositionException as exc:
                 raise ConfigCompositionException(
-                    f"sweep point #{point.num} ({' '.join(point.overrides)}): "
-                    f"{_first_line(exc)}"
+                    f"sweep point #{point.num} ({' '.join(point.overrides)}): {_first_line(exc)}"
                 ) from exc
 
 

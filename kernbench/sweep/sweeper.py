@@ -38,8 +38,13 @@ from omegaconf import DictConfig, OmegaConf
 from kernbench.sweep import callbacks, pool
 from kernbench.sweep.plan import Plan, Planner, screen
 from kernbench.sweep.points import PointResult, is_point_task
-from kernbench.sweep.run import CLUSTER_CHUNK, auto_chunk_size, make_chunks, run_plan
-from kernbench.sweep.run import write_records
+from kernbench.sweep.run import (
+    CLUSTER_CHUNK,
+    auto_chunk_size,
+    make_chunks,
+    run_plan,
+    write_records,
+)
 
 log = logging.getLogger("kernbench.sweep")
 
