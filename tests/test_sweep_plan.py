@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
 from kernbench.config.store import conf_dir, experiment_files, register_configs
-from kernbench.sweep.plan import Planner, screen
+from kernbench.sweep.plan import Planner, apply_values, screen, without_hydra
 
 
 @pytest.fixture
@@ -53,6 +53,11 @@ def assert_same_as_hydra(loader, master, jobs) -> int:
         expected_task = OmegaConf.to_container(expected)
         del expected_task["hydra"]
         assert task == expected_task, point
+        # What a worker runs: the shape's fixed interpolations resolved once, then the
+        # point's values; resolved, it reads exactly as Hydra's config does.
+        run = apply_values(plan.run_task(point.shape), point.values)
+        resolved = OmegaConf.to_container(without_hydra(expected), resolve=True)
+        assert OmegaConf.to_container(run, resolve=True) == resolved, point
     return len(plan.shapes)
 
 
@@ -79,6 +84,8 @@ VALUES = [
     "+extra_note=hello",
     "workload.bytes_per_pe=${workload.access_bytes}",
     "topology.pe_mmu.page_size=8192",
+    "paths.root=elsewhere",  # changes the interpolated paths.run_dir, sweep_dir, cache_dir
+    "paths.sweep_name=${workload.name}_study",
 ]
 
 

@@ -22,6 +22,7 @@ says whether a key is a config group, honouring ``hydra.searchpath``), and
 from __future__ import annotations
 
 import copy
+import pickle
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 
@@ -77,6 +78,12 @@ class Plan:
     def job_config(self, point: Point) -> DictConfig:
         """The full config of ``point``, as ``load_sweep_config`` gives stock launchers."""
         return point_config(self.shapes[point.shape].config, point)
+
+    def run_task(self, shape: int) -> DictConfig:
+        """The shape's task config with every interpolation its points cannot change
+        resolved once (see :func:`resolve_fixed`): what the workers start each point from."""
+        keys = {v.key_or_group for p in self.points if p.shape == shape for v in p.values}
+        return resolve_fixed(self.shapes[shape].task, keys)
 
 
 class Planner:
@@ -133,15 +140,67 @@ def without_hydra(cfg: DictConfig) -> DictConfig:
     return task
 
 
-def apply_values(base: DictConfig, values: list[Override]) -> DictConfig:
+def apply_values(base: DictConfig | bytes, values: list[Override]) -> DictConfig:
     """A copy of ``base`` with the value overrides applied, with Hydra's function and
-    Hydra's error (a ``ConfigCompositionException`` naming the override)."""
-    cfg = copy.deepcopy(base)
+    Hydra's error (a ``ConfigCompositionException`` naming the override). ``base`` may
+    be a pickled config: unpickling copies a config about 2.5x faster than deepcopy."""
+    cfg = pickle.loads(base) if isinstance(base, bytes) else copy.deepcopy(base)
     try:
         ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
     except OmegaConfBaseException as exc:
         raise ConfigCompositionException().with_traceback(sys.exc_info()[2]) from exc
     return cfg
+
+
+def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
+    """A copy of ``task`` with each interpolation resolved whose value no overridden key
+    can change. OmegaConf parses an interpolation every time it is read (~1 ms each
+    with ANTLR), so the locations (``paths.*``: ``${paths.root}/${now:...}``) would
+    otherwise cost every point several ms. Conservative by construction: a top-level
+    key is *tainted* if a point overrides anything under it, or if it holds an
+    interpolation whose text names a tainted key or is relative (``${.x}``); taint
+    spreads until nothing changes, and only untainted interpolations are resolved.
+    The resolved values are those every point would have read (same resolver cache)."""
+    cfg = copy.deepcopy(task)
+    found = list(_interpolations(cfg, ""))
+    tainted = {key.split(".")[0] for key in overridden}
+    grew = True
+    while grew:
+        grew = False
+        for key, text in found:
+            top = key.split(".")[0]
+            if top not in tainted and ("${." in text or any(t in text for t in tainted)):
+                tainted.add(top)
+                grew = True
+    for key, _ in found:
+        if key.split(".")[0] not in tainted:
+            _resolve_in_place(cfg, key)
+    return cfg
+
+
+def _interpolations(node: DictConfig, prefix: str):
+    """(dotted key, text) of every interpolation under ``node``; a list holding one
+    counts as an interpolation of the list itself (never resolved piecemeal)."""
+    for key in node.keys():
+        path = f"{prefix}{key}"
+        if OmegaConf.is_interpolation(node, str(key)):
+            yield path, str(node._get_node(key)._value())
+        else:
+            child = node._get_node(key)
+            if isinstance(child, DictConfig) and not child._is_none():
+                yield from _interpolations(child, path + ".")
+            elif isinstance(child, ListConfig) and "${" in str(OmegaConf.to_container(child)):
+                yield path, str(OmegaConf.to_container(child))
+
+
+def _resolve_in_place(cfg: DictConfig, key: str) -> None:
+    try:
+        value = OmegaConf.select(cfg, key, throw_on_missing=True)
+    except OmegaConfBaseException:
+        return  # left as it is: the point reports it, as Hydra's own config would
+    if isinstance(value, DictConfig | ListConfig):
+        return
+    OmegaConf.update(cfg, key, value, merge=False)
 
 
 def point_config(shape_config: DictConfig, point: Point) -> DictConfig:

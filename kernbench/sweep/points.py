@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -75,11 +76,12 @@ def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only."""
     if chunk.kernbench:
-        return [run_kernbench_point(chunk, p) for p in chunk.points]
+        base = pickle.dumps(chunk.config)  # each point starts from an unpickled copy
+        return [run_kernbench_point(chunk, p, base) for p in chunk.points]
     return [run_hydra_job(chunk, p, task, context) for p in chunk.points]
 
 
-def run_kernbench_point(chunk: Chunk, point: Point) -> PointResult:
+def run_kernbench_point(chunk: Chunk, point: Point, base: bytes | None = None) -> PointResult:
     """One point through ``run_job``, its output captured, its row collected."""
     from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
@@ -91,7 +93,7 @@ def run_kernbench_point(chunk: Chunk, point: Point) -> PointResult:
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            cfg = apply_values(chunk.config, point.values)
+            cfg = apply_values(base or chunk.config, point.values)
         except Exception as exc:  # a clash only the whole point shows: its error row
             return _composition_error(chunk, point, exc, start)
         out_dir = Path(chunk.sweep_dir) / str(point.num)

@@ -49,13 +49,18 @@ def make_chunks(plan: Plan, size: int, base: dict[str, Any]) -> list[Chunk]:
     """Consecutive points of one shape, at most ``size`` per chunk (job order kept).
     ``base`` holds the Chunk fields every chunk shares (sweep dir, cache, path)."""
     chunks: list[Chunk] = []
+    resolved: dict[int, DictConfig] = {}
     for point in plan.points:
         last = chunks[-1] if chunks else None
         if last and last.points[0].shape == point.shape and len(last.points) < size:
             last.points.append(point)
             continue
-        shape = plan.shapes[point.shape]
-        config = shape.task if base.get("kernbench", True) else shape.config
+        if base.get("kernbench", True):
+            if point.shape not in resolved:
+                resolved[point.shape] = plan.run_task(point.shape)
+            config = resolved[point.shape]
+        else:
+            config = plan.shapes[point.shape].config
         chunks.append(Chunk(config=config, points=[point], **base))
     return chunks
 
