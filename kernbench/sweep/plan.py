@@ -98,14 +98,18 @@ class Planner:
             name, self.hydra_overrides
         )
         self.parser = OverridesParser.create()
+        self._parsed: dict[str, Override] = {}
+        self._groups: dict[str, bool] = {}
 
     def plan(self, jobs: Sequence[Sequence[str]], initial_num: int = 0) -> Plan:
-        """Compose one config per shape and parse every point's value overrides."""
+        """Compose one config per shape and parse every point's value overrides.
+        A grid repeats each override line across many points: each distinct line is
+        parsed, and each key looked up in the repository, once."""
         shapes: dict[tuple[str, ...], int] = {}
         composed: list[Shape] = []
         points = []
         for i, lines in enumerate(jobs):
-            parsed = self.parser.parse_overrides(list(lines))
+            parsed = [self.parse(line) for line in lines]
             groups = tuple(o.input_line for o in parsed if self.is_group(o))
             if groups not in shapes:
                 shapes[groups] = len(composed)
@@ -114,12 +118,18 @@ class Planner:
             points.append(Point(initial_num + i, list(lines), shapes[groups], values))
         return Plan(points, composed)
 
+    def parse(self, line: str) -> Override:
+        if line not in self._parsed:
+            [self._parsed[line]] = self.parser.parse_overrides([line])
+        return self._parsed[line]
+
     def is_group(self, override: Override) -> bool:
         """Hydra's own test (``defaults_list.Overrides``): the key names a config group
         and the value is not a dict."""
-        return self.repo.group_exists(override.key_or_group) and not isinstance(
-            override.value(), dict
-        )
+        key = override.key_or_group
+        if key not in self._groups:
+            self._groups[key] = self.repo.group_exists(key)
+        return self._groups[key] and not isinstance(override.value(), dict)
 
     def compose(self, group_overrides: list[str]) -> DictConfig:
         """Compose a shape exactly as ``load_sweep_config`` composes a point."""
