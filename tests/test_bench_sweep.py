@@ -13,6 +13,7 @@ Each prints its figures; the README ("Sweeps and studies") records what they wer
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -32,6 +33,12 @@ TINY = (
     "workload.outstanding=1,2,3,4,5,6,7,8,9,10",
     "workload.align_offset_bytes=range(0,100)",  # 10 x 100 = 1,000 points
 )
+
+
+def cpu_of_children() -> float:
+    """User + system CPU seconds of every finished child (the sweep and its workers)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def timed_sweep(tmp_path: Path, name: str, *overrides: str) -> tuple[float, list[dict]]:
