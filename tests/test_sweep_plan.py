@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
 from kernbench.config.store import conf_dir, experiment_files, register_configs
-from kernbench.sweep.plan import Planner, apply_values, screen, without_hydra
+from kernbench.sweep.plan import Planner, apply_values, resolve_fixed, screen, without_hydra
 
 
 @pytest.fixture
@@ -116,3 +116,24 @@ def test_a_bad_value_refuses_the_sweep_up_front(loader):
     message = str(info.value)
     assert message.startswith("sweep point #1 (topology=small workload.outstanding=two)")
     assert "two" in message and "int" in message.lower()
+
+
+def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
+    cfg = OmegaConf.create(
+        {
+            "a": "${b.x}",  # b.x reads c.y, which the points override: a chain
+            "b": {"x": "${c.y}", "rel": "${.x}"},
+            "c": {"y": 1},
+            "d": {"free": "${e.z}/out", "z2": "${oc.select:e.z}"},
+            "e": {"z": "root"},
+        }
+    )
+    fixed = resolve_fixed(cfg, {"c.y"})
+    assert OmegaConf.is_interpolation(fixed, "a")
+    assert OmegaConf.is_interpolation(fixed.b, "x")
+    assert OmegaConf.is_interpolation(fixed.b, "rel")
+    assert not OmegaConf.is_interpolation(fixed.d, "free")  # nothing it reads can change
+    assert (fixed.d.free, fixed.d.z2) == ("root/out", "root")
+    assert OmegaConf.is_interpolation(cfg.d, "free")  # the original is left alone
+    fixed.c.y = 2  # what a point's override does: the chain follows it
+    assert (fixed.a, fixed.b.rel) == (2, 2)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
+
+_NAME = re.compile(r"[A-Za-z_]\w*")  # the names an interpolation's text can refer to
 
 
 @dataclass
@@ -168,21 +171,22 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
     with ANTLR), so the locations (``paths.*``: ``${paths.root}/${now:...}``) would
     otherwise cost every point several ms. Conservative by construction: a top-level
     key is *tainted* if a point overrides anything under it, or if it holds an
-    interpolation whose text names a tainted key or is relative (``${.x}``); taint
+    interpolation whose text names a tainted key (any name in it: ``${a.b}``,
+    ``${oc.select:a.b}``) or is relative (``${.x}``); taint
     spreads until nothing changes, and only untainted interpolations are resolved.
     The resolved values are those every point would have read (same resolver cache)."""
     cfg = copy.deepcopy(task)
-    found = list(_interpolations(cfg, ""))
+    found = [(key, text, set(_NAME.findall(text))) for key, text in _interpolations(cfg, "")]
     tainted = {key.split(".")[0] for key in overridden}
     grew = True
     while grew:
         grew = False
-        for key, text in found:
+        for key, text, names in found:
             top = key.split(".")[0]
-            if top not in tainted and ("${." in text or any(t in text for t in tainted)):
+            if top not in tainted and ("${." in text or names & tainted):
                 tainted.add(top)
                 grew = True
-    for key, _ in found:
+    for key, _, _ in found:
         if key.split(".")[0] not in tainted:
             _resolve_in_place(cfg, key)
     return cfg
@@ -191,7 +195,7 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
 def _interpolations(node: DictConfig, prefix: str):
     """(dotted key, text) of every interpolation under ``node``; a list holding one
     counts as an interpolation of the list itself (never resolved piecemeal)."""
-    for key in node.keys():
+    for key in node:
         path = f"{prefix}{key}"
         if OmegaConf.is_interpolation(node, str(key)):
             yield path, str(node._get_node(key)._value())
