@@ -38,16 +38,19 @@ class MergeResults(Callback):
 
 
 class SweepProgress(Callback):
-    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left`` as each job ends."""
+    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left`` as each job of Hydra's
+    stock sweeper ends (the fast sweeper has its own :class:`progress.SweepBar`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not progress.is_stock_sweep(config):
+            return  # the fast sweeper reports progress itself (progress.SweepBar)
         sweep_dir = Path(str(config.hydra.sweep.dir))
         progress.start_sweep(sweep_dir, progress.sweep_size(config))
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         mode = config.hydra.get("mode")
-        if getattr(mode, "name", mode) != "MULTIRUN":  # a RunMode, or its name
-            return
+        if getattr(mode, "name", mode) != "MULTIRUN" or not progress.is_stock_sweep(config):
+            return  # a single run, or a fast sweep's chunk job
         num = int(config.hydra.job.num)
         progress.log.info(progress.finish_point(Path(str(config.hydra.sweep.dir)), num))
 

@@ -108,11 +108,16 @@ def _is_terminal(file: IO[str]) -> bool:
         return False
 
 
+def is_stock_sweep(config: DictConfig) -> bool:
+    """Whether Hydra's basic sweeper runs this multirun (one job per point)."""
+    return config.hydra.sweeper.get("_target_") == _BASIC_SWEEPER
+
+
 def sweep_size(config: DictConfig) -> int | None:
     """How many points Hydra's basic sweeper will launch for ``config`` (the product of
     every comma-separated list, from the command line and ``hydra.sweeper.params``), or
     None for another sweeper or a sweep it cannot count."""
-    if config.hydra.sweeper.get("_target_") != _BASIC_SWEEPER:
+    if not is_stock_sweep(config):
         return None
     params = config.hydra.sweeper.get("params") or {}
     arguments = [f"{k}={v}" for k, v in params.items()]

@@ -94,8 +94,7 @@ def _job_return(result: PointResult) -> JobReturn:
         return result.job_return
     from hydra.core.utils import JobStatus
 
-    ret = JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(result.error))
-    return ret
+    return JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(result.error))
 
 
 class FastSweeper(Sweeper):
