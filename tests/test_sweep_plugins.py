@@ -21,8 +21,22 @@ from hydra.test_utils.launcher_common_tests import (
     IntegrationTestSuite,
     LauncherTestSuite,
 )
+from hydra.version import VersionBase
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fresh_version_base():
+    """The suites assume a fresh process, where no ``version_base`` was ever set (so
+    jobs change directory, Hydra < 1.2's default); an earlier test in this process may
+    have set 1.3. Start each case from an unset version base, put the old one back."""
+    saved = VersionBase.instance()
+    fresh = object.__new__(VersionBase)
+    fresh.__init__()
+    VersionBase.set_instance(fresh)
+    yield
+    VersionBase.set_instance(saved)
 
 
 @pytest.fixture(autouse=True)
