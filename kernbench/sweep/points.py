@@ -72,6 +72,19 @@ class PointResult:
     job_return: Any = None  # Hydra's JobReturn, generic path only
 
 
+def warm_up() -> None:
+    """Load, before workers are forked, what every point needs once per process (the
+    app module, which ``python -m kernbench.app`` has only as ``__main__``; the git
+    commit and the source fingerprint the rows and cache keys carry), so each worker
+    inherits it instead of paying for it."""
+    from kernbench import app  # noqa: F401
+    from kernbench.results.identity import git_commit
+    from kernbench.sweep.cache import source_fingerprint
+
+    git_commit()
+    source_fingerprint()
+
+
 def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any = None) -> list:
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only."""

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
 
-from kernbench.sweep.points import Chunk, PointResult, run_chunk
+from kernbench.sweep.points import Chunk, PointResult, run_chunk, warm_up
 
 OnResult = Callable[[PointResult], None]
 _WORKER_STATE: tuple[Any, Any] = (None, None)  # (task function, HydraContext)
@@ -36,12 +36,14 @@ def worker_count(n_jobs: int | None) -> int:
 
 
 def run_chunks(
-    chunks: Iterable[Chunk], n_workers: int, on_result: OnResult, task: Any, context: Any
+    chunks: list[Chunk], n_workers: int, on_result: OnResult, task: Any, context: Any
 ) -> None:
     """Run ``chunks`` on ``n_workers`` processes; ``on_result`` sees every point."""
     global _WORKER_STATE
     _WORKER_STATE = (task, context)  # inherited by forked workers
-    broken = _round(list(chunks), n_workers, on_result)
+    if any(c.kernbench for c in chunks):
+        warm_up()
+    broken = _round(chunks, n_workers, on_result)
     singles = [replace(c, points=[p]) for c in broken for p in c.points]
     for chunk in singles:  # one at a time, so a crash names its own point
         if _round([chunk], 1, on_result):
