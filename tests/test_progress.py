@@ -125,3 +125,15 @@ def test_sweep_bar_eta_is_elapsed_per_point_times_points_left():
     bar.start, bar.done = 1000.0, 10
     # 10 points in 5 s: 0.5 s a point, 30 to go -> 15 s left.
     assert bar.line(now=1005.0) == "sweep: 10/40 points, 5.0 s elapsed, ~15.0 s left"
+
+
+def test_sweep_bar_on_a_terminal_is_one_bar_and_the_errors():
+    out = io.StringIO()
+    bar = SweepBar(3, file=out, enabled=True)
+    for num, status in enumerate(["ok", "error", "ok"]):
+        bar.point_done(_Result(num, status, "boom" if status == "error" else None), "x=1")
+    bar.close()
+    text = out.getvalue()
+    assert "3/3" in text and "sweep" in text
+    assert "kernbench: error: point #1 (x=1): boom" in text
+    assert not re.search(r"^sweep: \d+/3 points", text, re.M)  # no log lines beside the bar
