@@ -50,6 +50,7 @@ from kernbench.results import (
 )
 from kernbench.sweep import callbacks
 from kernbench.sweep.cache import PointCache, point_key
+from kernbench.sweep.points import point_task
 from kernbench.sweep.progress import RunBar
 
 register_configs()
@@ -69,11 +70,15 @@ def run_job(
     job: JobId | None = None,
     cache: PointCache | None = None,
     bar: RunBar | None = None,
+    rows: list[dict[str, Any]] | None = None,
 ) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
 
-    With a ``cache``, a point found there is not simulated (unless it asks for more than
-    its metrics: :func:`must_simulate`), and a point simulated ok is stored.
+    With ``rows`` the row is appended there instead of written (the fast sweep,
+    :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
+    merged table; ``out_dir`` then only receives a trace). With a ``cache``, a point
+    found there is not simulated (unless it asks for more than its metrics:
+    :func:`must_simulate`), and a point simulated ok is stored.
     ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
     config from ``compose``; the cache is explicit so they never share one by accident.
     """
@@ -87,13 +92,14 @@ def run_job(
             key = point_key(config_columns(flatten(typed)))
             hit = cache.load(key)
             if hit is not None:
-                return _served(out_dir, job, typed, hit, time.perf_counter() - start)
+                return _served(out_dir, job, typed, hit, time.perf_counter() - start, rows)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
         estimate.warn_if_long(typed)  # a point served from the cache takes no time
         result = simulate.run(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
-        _write(out_dir, job, typed, STATUS_ERROR, message, None, time.perf_counter() - start)
+        wall_s = time.perf_counter() - start
+        _write(out_dir, job, typed, STATUS_ERROR, message, None, wall_s, rows=rows)
         if not isinstance(exc, KernBenchError | OmegaConfBaseException):
             traceback.print_exc()
         print(f"kernbench: error: {message}", file=sys.stderr)
@@ -101,9 +107,12 @@ def run_job(
     if cache is not None and key is not None:
         cache.store(key, result.metrics)
     wall_s = time.perf_counter() - start
-    path = _write(out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings)
+    path = _write(
+        out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows
+    )
     print(result.summary())
-    print(f"result: {path}")
+    if path is not None:
+        print(f"result: {path}")
     return STATUS_OK
 
 
@@ -113,12 +122,19 @@ def must_simulate(cfg: Any) -> bool:
     return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False))
 
 
-def _served(out_dir: Path, job: JobId, cfg: Any, metrics: dict[str, Any], wall_s: float) -> str:
+def _served(
+    out_dir: Path,
+    job: JobId,
+    cfg: Any,
+    metrics: dict[str, Any],
+    wall_s: float,
+    rows: list[dict[str, Any]] | None = None,
+) -> str:
     """Write the row of a point found in the cache: no simulation, so no sim_wall_s."""
     timings = {"sim_wall_s": None}
-    path = _write(out_dir, job, cfg, STATUS_OK, None, metrics, wall_s, timings, cached=True)
+    path = _write(out_dir, job, cfg, STATUS_OK, None, metrics, wall_s, timings, True, rows)
     print(simulate.RunResult(metrics).summary())
-    print(f"result: {path} (from the point cache)")
+    print(f"result: {path} (from the point cache)" if path else "(from the point cache)")
     return STATUS_OK
 
 
@@ -145,7 +161,8 @@ def _write(
     wall_s: float,
     timings: dict[str, float | None] | None = None,
     cached: bool = False,
-) -> Path:
+    rows: list[dict[str, Any]] | None = None,
+) -> Path | None:
     row = make_row(
         config_columns(flatten(cfg)),
         status=status,
@@ -157,10 +174,14 @@ def _write(
         job_num=job.job_num,
         cached=cached,
     )
+    if rows is not None:
+        rows.append(row)
+        return None
     return write_rows([row], out_dir / RESULT_FILE)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
+@point_task  # the fast sweep runs its points through run_job (kernbench.sweep.points)
 def _hydra_task(cfg: DictConfig) -> str:
     hydra_cfg = HydraConfig.get()
     job = JobId()

@@ -22,7 +22,7 @@ import pytest
 from setuptools import find_packages
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "kernbench", "conf", "experiments")
+SOURCES = ("pyproject.toml", "README.md", "kernbench", "hydra_plugins", "conf", "experiments")
 
 
 def _run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess:
@@ -39,6 +39,11 @@ def test_pyproject_lists_every_package():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     found = find_packages(str(ROOT), include=["kernbench", "kernbench.*"])
     assert sorted(set(found) - set(config["packages"])) == []
+    # The sweep plugins: a regular package inside Hydra's namespace package.
+    plugins = [f"hydra_plugins.{p}" for p in find_packages(str(ROOT / "hydra_plugins"))]
+    assert plugins == ["hydra_plugins.kernbench_sweep"]
+    assert "hydra_plugins.kernbench_sweep" in config["packages"]
+    assert not (ROOT / "hydra_plugins" / "__init__.py").exists()  # stays a namespace
     assert config["package-dir"] == {
         "kernbench.conf": "conf",
         "kernbench.experiments": "experiments",
@@ -84,3 +89,13 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
     [result] = (elsewhere / "outputs").rglob("result.parquet")
     [row] = pq.read_table(result).to_pylist()
     assert (row["status"], row["git_commit"]) == ("ok", None)
+
+    # Hydra discovers the installed sweep plugins: -m takes the fast path by default.
+    sweep = elsewhere / "sweep"
+    argv = [kernbench, "-m", "topology=small", "workload.bytes_per_pe=4096"]
+    _run([*argv, "workload.outstanding=1,2", f"hydra.sweep.dir={sweep}"], elsewhere)
+    assert [r["status"] for r in pq.read_table(sweep / "results.parquet").to_pylist()] == [
+        "ok",
+        "ok",
+    ]
+    assert (sweep / ".hydra" / "points.yaml").is_file()  # written by the kernbench sweeper

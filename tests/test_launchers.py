@@ -1,11 +1,14 @@
-"""The same sweep under every launcher, and a sweep that survives being killed.
+"""The same sweep on every path, and a sweep that survives being killed.
 
 Each test runs the real ``kernbench -m`` as a subprocess in ``tmp_path`` (so the point
-cache, ``outputs/cache``, is the test's own). Determinism: basic, joblib, submitit_local
-and (where it is installed) ray give the same merged table apart from the columns that
-say how a row was obtained (``sweep_id``, ``cached``, wall times). Resumability: a sweep
-terminated part-way and run again lists every point once, and exactly the points that
-had finished before the kill come from the cache.
+cache, ``outputs/cache``, is the test's own). Determinism: Hydra's stock path (basic
+sweeper, one job per point, the reference), the fast path (the default) and the fast
+sweeper's chunks sent through basic, submitit_local and (where installed) ray give the
+same merged table apart from the columns that say how a row was obtained
+(``sweep_id``, ``cached``, wall times). The grid has two group options, a value that
+is an interpolation and one invalid point, whose error row both paths keep.
+Resumability: a sweep SIGKILLed part-way (its whole process group) and run again lists
+every point once, and exactly the points that had finished come from the cache.
 """
 
 from __future__ import annotations
@@ -32,14 +35,25 @@ GRID = (
     "pe_cost_model=zero",
     "channel_mapping=n_to_one,one_to_one",
     "workload.access_bytes=256,4096",
-    "workload.bytes_per_pe=65536",
+    "workload.bytes_per_pe=${workload.access_bytes}",  # a value that is an interpolation
+    "topology.pes_per_cube=2,3",  # 3 does not divide 16 pseudo-channels: error rows
 )
+N_POINTS = 8
 VOLATILE = {"sweep_id", "cached", "sim_wall_s", "wall_s"}
+STOCK = ["hydra/sweeper=basic", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+# 2 shapes (channel_mappings) of 4 points, at most 3 points a chunk: 4 tasks (3+1, 3+1).
+CHUNKS_OF_3 = "hydra.sweeper.chunk_size=3"
+N_TASKS = 4
 LAUNCHERS = {
-    "basic": ["hydra/launcher=basic"],
-    "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"],
-    "submitit_local": ["hydra/launcher=submitit_local", "hydra.launcher.timeout_min=5"],
-    "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2"],
+    "fast": ["hydra.launcher.n_jobs=2"],
+    "basic": ["hydra/launcher=basic", CHUNKS_OF_3],
+    "joblib": ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2", CHUNKS_OF_3],
+    "submitit_local": [
+        "hydra/launcher=submitit_local",
+        "hydra.launcher.timeout_min=5",
+        CHUNKS_OF_3,
+    ],
+    "ray": ["hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2", CHUNKS_OF_3],
 }
 
 
@@ -53,7 +67,9 @@ def environment() -> dict[str, str]:
     return env
 
 
-def sweep(tmp_path: Path, name: str, *overrides: str) -> tuple[list[dict], str]:
+def sweep(
+    tmp_path: Path, name: str, *overrides: str, returncode: int = 0
+) -> tuple[list[dict], str]:
     """Run one sweep into ``tmp_path/name``; its merged rows and its stdout."""
     out = tmp_path / name
     proc = subprocess.run(
@@ -65,7 +81,7 @@ def sweep(tmp_path: Path, name: str, *overrides: str) -> tuple[list[dict], str]:
         timeout=300,
         check=False,
     )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert proc.returncode == returncode, proc.stdout[-2000:] + proc.stderr[-4000:]
     return pq.read_table(out / MERGED_FILE).to_pylist(), proc.stdout
 
 
@@ -74,43 +90,56 @@ def stable(rows: list[dict]) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def joblib_table(tmp_path_factory):
-    """The reference: the grid under the default launcher, cache off."""
+def stock_table(tmp_path_factory):
+    """The reference: Hydra's stock path (basic sweeper, joblib, a job per point)."""
     rows, _ = sweep(
-        tmp_path_factory.mktemp("joblib"), "s", *GRID, *LAUNCHERS["joblib"], "cache=false"
+        tmp_path_factory.mktemp("stock"), "s", *GRID, *STOCK, "cache=false", returncode=1
     )
-    assert len(rows) == 4 and {r["status"] for r in rows} == {"ok"}
+    assert len(rows) == N_POINTS
+    assert [r["status"] for r in rows] == ["ok", "error"] * (N_POINTS // 2)
     return rows
 
 
-@pytest.mark.parametrize("launcher", ["basic", "submitit_local"])
-def test_launchers_give_the_joblib_table(tmp_path, joblib_table, launcher):
-    rows, _ = sweep(tmp_path, launcher, *GRID, *LAUNCHERS[launcher], "cache=false")
-    assert stable(rows) == stable(joblib_table)
-    assert [r["job_num"] for r in rows] == [0, 1, 2, 3]
+@pytest.mark.parametrize("launcher", ["fast", "basic", "joblib", "submitit_local"])
+def test_every_path_gives_the_stock_table(tmp_path, stock_table, launcher):
+    rows, _ = sweep(tmp_path, launcher, *GRID, *LAUNCHERS[launcher], "cache=false", returncode=1)
+    assert stable(rows) == stable(stock_table)
+    assert [r["job_num"] for r in rows] == list(range(N_POINTS))
     assert {r["cached"] for r in rows} == {False}
+    bad = rows[1]
+    assert bad["error"] == (
+        "topology.cube.memory_map.hbm_pseudo_channels: 16 is not divisible by "
+        "topology.pes_per_cube = 3"
+    )
+    # n:1, 256 B in one access: 2 + 4 + 40 ns + 256 B / 256 GB/s = 47 ns.
+    assert (rows[0]["workload.bytes_per_pe"], rows[0]["sim_time_ns"]) == (256, 47.0)
+    if launcher != "fast":  # one chunk job per task, not a job per point
+        chunk_jobs = (tmp_path / launcher / ".kernbench" / "chunks").glob("*.pkl")
+        assert len(list(chunk_jobs)) == N_TASKS
 
 
 @pytest.mark.slow
-def test_ray_gives_the_joblib_table(tmp_path, joblib_table):
+def test_ray_gives_the_stock_table(tmp_path, stock_table):
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
     pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="hydra-ray-launcher missing")
-    rows, _ = sweep(tmp_path, "ray", *GRID, *LAUNCHERS["ray"], "cache=false")
-    assert stable(rows) == stable(joblib_table)
+    rows, _ = sweep(tmp_path, "ray", *GRID, *LAUNCHERS["ray"], "cache=false", returncode=1)
+    assert stable(rows) == stable(stock_table)
+    assert len(list((tmp_path / "ray" / ".kernbench" / "chunks").glob("*.pkl"))) == N_TASKS
 
 
-# Eight points of a few tenths of a second each, run one after another.
+# Eight points of a few tenths of a second each, one per chunk, on two workers.
 SLOW_GRID = (
-    "hydra/launcher=basic",
+    "hydra.launcher.n_jobs=2",
+    "hydra.sweeper.chunk_size=1",
     "workload.access_bytes=4096",
     "workload.bytes_per_pe=2097152",
     "workload.outstanding=1,2,3,4,5,6,7,8",
 )
 
 
-def finished(sweep_dir: Path) -> set[int]:
-    """Job numbers whose result.parquet is in place (it is written last, atomically)."""
-    return {int(p.parent.name) for p in sweep_dir.glob("*/result.parquet")}
+def cached_points(root: Path) -> int:
+    """Entries in the test's point cache (each written whole, by rename)."""
+    return len(list((root / "outputs" / "cache").glob("*/*.json")))
 
 
 @pytest.mark.slow
@@ -122,23 +151,23 @@ def test_killed_sweep_reruns_only_what_is_new(tmp_path):
         env=environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the parent and its workers
     )
     deadline = time.monotonic() + 120
-    while len(finished(first)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+    while cached_points(tmp_path) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    done_before = finished(first)
-    assert 2 <= len(done_before) < 8, "the sweep was not stopped part-way"
+    done_before = cached_points(tmp_path)
+    assert 2 <= done_before < 8, "the sweep was not stopped part-way"
     assert not (first / MERGED_FILE).exists()
 
     rows, stdout = sweep(tmp_path, "second", *SLOW_GRID)
     assert [r["job_num"] for r in rows] == list(range(8))
-    assert sorted(r["workload.outstanding"] for r in rows) == list(range(1, 9))
+    assert [r["workload.outstanding"] for r in rows] == list(range(1, 9))
     assert {r["status"] for r in rows} == {"ok"}
-    assert {r["job_num"] for r in rows if r["cached"]} == done_before
-    n = len(done_before)
-    assert f"8 points, 8 ok, 0 error, {n} cached" in stdout
+    assert sum(r["cached"] for r in rows) == done_before
+    assert f"8 points, 8 ok, 0 error, {done_before} cached" in stdout
 
     # The cached rows hold exactly what a fresh simulation gives.
     fresh, _ = sweep(tmp_path, "fresh", *SLOW_GRID, "cache=false")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 
 import pytest
 from omegaconf import OmegaConf
@@ -17,7 +18,7 @@ from kernbench import simulate
 from kernbench.config.schema import AddressConfig, AddressModel, ExecPath
 from kernbench.sim import system as system_mod
 from kernbench.sweep import progress
-from kernbench.sweep.progress import RunBar, progress_line, sweep_size
+from kernbench.sweep.progress import RunBar, SweepBar, progress_line, sweep_size
 from tests.support import make_cfg
 
 BASIC = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -99,3 +100,40 @@ def test_markers_count_points_across_workers(tmp_path):
     assert progress.finish_point(tmp_path, 0, now=13.0).startswith("point 2/3 done (job 0)")
     # A point finishing twice (a retried job) is still one point.
     assert progress.finish_point(tmp_path, 0, now=13.5).startswith("point 2/3 done")
+
+
+class _Result:
+    def __init__(self, num: int, status: str = "ok", error: str | None = None) -> None:
+        self.num, self.status, self.error = num, status, error
+
+
+def test_sweep_bar_in_a_pipe_says_every_tenth_and_each_error():
+    out = io.StringIO()
+    bar = SweepBar(20, file=out, enabled=False)
+    bar.start = 100.0
+    for num in range(20):
+        bar.point_done(_Result(num, *(("error", "boom") if num == 6 else ())), f"x={num}")
+    lines = out.getvalue().splitlines()
+    counts = [int(m) for m in re.findall(r"^sweep: (\d+)/20 points", out.getvalue(), re.M)]
+    assert counts == [2, 4, 6, 8, 10, 12, 14, 16, 18, 20]  # one line per 10%
+    assert lines.count("kernbench: error: point #6 (x=6): boom") == 1
+    assert sum(", 1 error," in line for line in lines) == 7  # from the 7th point on
+
+
+def test_sweep_bar_eta_is_elapsed_per_point_times_points_left():
+    bar = SweepBar(40, file=io.StringIO(), enabled=False)
+    bar.start, bar.done = 1000.0, 10
+    # 10 points in 5 s: 0.5 s a point, 30 to go -> 15 s left.
+    assert bar.line(now=1005.0) == "sweep: 10/40 points, 5.0 s elapsed, ~15.0 s left"
+
+
+def test_sweep_bar_on_a_terminal_is_one_bar_and_the_errors():
+    out = io.StringIO()
+    bar = SweepBar(3, file=out, enabled=True)
+    for num, status in enumerate(["ok", "error", "ok"]):
+        bar.point_done(_Result(num, status, "boom" if status == "error" else None), "x=1")
+    bar.close()
+    text = out.getvalue()
+    assert "3/3" in text and "sweep" in text
+    assert "kernbench: error: point #1 (x=1): boom" in text
+    assert not re.search(r"^sweep: \d+/3 points", text, re.M)  # no log lines beside the bar

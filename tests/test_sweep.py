@@ -1,7 +1,7 @@
-"""Sweeps end to end: ``kernbench -m`` with the joblib launcher into a temporary folder.
+"""Sweeps end to end: ``kernbench -m`` (the fast path) into a temporary folder.
 
-Each test runs the real console entry point as a subprocess (2 joblib workers) and
-reads the merged ``results.parquet`` the ``on_multirun_end`` callback wrote. Expected
+Each test runs the real console entry point as a subprocess (2 workers) and reads the
+merged ``results.parquet``. Expected
 metric values are worked out by hand from conf/topology (topology=small, dispatch free):
 one access's time = DMA->router 2 ns + router->HBM 4 ns + HBM access 40 ns + drain,
 drain = bytes / bandwidth of the links it uses (n:1: one 8 x 32 = 256 GB/s link;
@@ -30,7 +30,7 @@ STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_b
 
 
 def run_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, Path]:
-    """``kernbench -m ...`` with 2 joblib workers; returns the process and sweep dir."""
+    """``kernbench -m ...`` with 2 workers; returns the process and sweep dir."""
     sweep = tmp_path / "sweep"
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     proc = subprocess.run(
@@ -74,9 +74,12 @@ def test_small_sweep_merges_every_point(tmp_path):
     assert [m for m in STREAM_METRICS if m not in columns] == []
     assert columns[-3:] == ["cached", "sim_wall_s", "wall_s"]
     assert {r["cached"] for r in rows} == {False}
-    # Each worker logged its point with the count done and the total (SweepProgress).
-    done = sorted(int(m) for m in re.findall(r"point (\d+)/4 done \(job \d\)", proc.stdout))
+    # Not a terminal: a progress line per 10% of the points (here every point), and
+    # no per-point output: the metric blocks went to points.log.
+    done = [int(m) for m in re.findall(r"sweep: (\d+)/4 points", proc.stderr)]
     assert done == [1, 2, 3, 4]
+    assert "sim_time_ns" not in proc.stdout
+    assert (sweep / "points.log").read_text().count("sim_time_ns") == 4
 
     point = {
         (r["topology.cube.memory_map.hbm_mapping_mode"], r["workload.access_bytes"]): r
@@ -169,3 +172,35 @@ def test_dispatch_ratio_full_table(tmp_path):
     assert (opt3["commands_per_tile"], opt3["logical_bytes_per_tile"]) == (10, 348)
     ratio = opt3["dispatch_cycles_per_tile"] / opt2["dispatch_cycles_per_tile"]
     assert ratio == pytest.approx(407 / 147)
+
+
+def test_dry_run_lists_shapes_and_invalid_points_and_runs_nothing(tmp_path):
+    proc, sweep = run_sweep(
+        tmp_path,
+        *SMALL,
+        "workload.bytes_per_pe=4096",
+        "channel_mapping=n_to_one,one_to_one",
+        "topology.pes_per_cube=2,3",
+        "hydra.sweeper.dry_run=true",
+    )
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout
+    assert "dry run: 4 points in 2 shapes, 2 invalid; nothing was run" in out
+    shape = "topology=small pe_cost_model=zero channel_mapping={}"
+    assert f"shape 0 (2 points): {shape.format('n_to_one')}" in out
+    assert f"shape 1 (2 points): {shape.format('one_to_one')}" in out
+    why = "topology.cube.memory_map.hbm_pseudo_channels: 16 is not divisible by"
+    invalid = re.findall(r"invalid #(\d) \(.*topology.pes_per_cube=3\): (.*)", out)
+    assert [(n, m.startswith(why)) for n, m in invalid] == [("1", True), ("3", True)]
+    assert "2 of 4 sweep points are invalid" in proc.stderr
+    assert not (sweep / MERGED_FILE).exists()
+    assert not (tmp_path / "outputs" / "cache").exists()  # nothing simulated
+
+
+def test_a_wrong_type_refuses_the_sweep_before_anything_runs(tmp_path):
+    proc, sweep = run_sweep(tmp_path, *SMALL, "workload.outstanding=1,two")
+    assert proc.returncode == 1
+    assert "sweep point #1 (topology=small" in proc.stderr
+    assert "workload.outstanding=two" in proc.stderr
+    assert not (sweep / MERGED_FILE).exists()
+    assert not (tmp_path / "outputs" / "cache").exists()

@@ -24,29 +24,42 @@ from kernbench.sweep import progress
 from kernbench.sweep.merge import MergeOutcome, merge_sweep
 
 _outcomes: list[MergeOutcome] = []
+_merged_dirs: set[str] = set()  # sweeps the fast sweeper merged itself
 
 
 class MergeResults(Callback):
     """Write ``results.parquet`` in the sweep directory at the end of a multirun."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        outcome = merge_sweep(Path(str(config.hydra.sweep.dir)))
-        _outcomes.append(outcome)
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        if str(sweep_dir.resolve()) in _merged_dirs:
+            return  # the fast sweeper (kernbench.sweep.sweeper) wrote the table itself
+        _outcomes.append(merge_sweep(sweep_dir))
 
 
 class SweepProgress(Callback):
-    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left`` as each job ends."""
+    """``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left`` as each job of Hydra's
+    stock sweeper ends (the fast sweeper has its own :class:`progress.SweepBar`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not progress.is_stock_sweep(config):
+            return  # the fast sweeper reports progress itself (progress.SweepBar)
         sweep_dir = Path(str(config.hydra.sweep.dir))
         progress.start_sweep(sweep_dir, progress.sweep_size(config))
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         mode = config.hydra.get("mode")
-        if getattr(mode, "name", mode) != "MULTIRUN":  # a RunMode, or its name
-            return
+        if getattr(mode, "name", mode) != "MULTIRUN" or not progress.is_stock_sweep(config):
+            return  # a single run, or a fast sweep's chunk job
         num = int(config.hydra.job.num)
         progress.log.info(progress.finish_point(Path(str(config.hydra.sweep.dir)), num))
+
+
+def record_outcome(outcome: MergeOutcome, sweep_dir: Path) -> None:
+    """The fast sweeper's merge: reported by :func:`kernbench.app.main` like ours, and
+    not merged again from job files at the end of the multirun."""
+    _merged_dirs.add(str(sweep_dir.resolve()))
+    _outcomes.append(outcome)
 
 
 def pop_outcome() -> MergeOutcome | None:

@@ -1,0 +1,164 @@
+"""Running a chunk of sweep points inside one worker (a pool process, a SLURM or Ray task).
+
+A chunk is one shape's composed config and some of its points (:mod:`kernbench.sweep.plan`).
+The worker builds each point's config from the shape (a copy and the point's value
+overrides, ~2 ms instead of Hydra's ~90 ms composition) and runs it in one of two ways:
+
+- **kernbench's own task** (marked with :func:`point_task`): through
+  :func:`kernbench.app.run_job`, the per-point function of the stock path, so rows,
+  cache hits and error rows are the stock path's own; the row comes back to the parent
+  instead of a per-point ``result.parquet``, and what the point printed (its metric
+  block, a traceback) is kept for the sweep's ``points.log``.
+- **any other task function** (Hydra's plugin test suites run theirs): through Hydra's
+  ``run_job`` with the point's full config, so the job keeps Hydra's per-job directory,
+  ``.hydra/`` files, log file and ``JobReturn``.
+
+Nothing here decides scheduling or writes the merged table: the parent does
+(:mod:`kernbench.sweep.run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from kernbench.sweep.plan import Point, apply_values, point_config
+
+_MARK = "__kernbench_point_task__"
+
+
+def point_task(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` (kernbench's Hydra task) as one whose points the fast sweep may run
+    through :func:`kernbench.app.run_job` directly. A mark rather than an identity test:
+    under ``python -m kernbench.app`` the task lives in ``__main__``."""
+    setattr(fn, _MARK, True)
+    return fn
+
+
+def is_point_task(fn: Any) -> bool:
+    return bool(getattr(fn, _MARK, False))
+
+
+@dataclass
+class Chunk:
+    """What one worker task runs: ``config`` is the shape's task config (kernbench
+    path) or its full config (generic path)."""
+
+    config: DictConfig
+    points: list[Point]
+    sweep_dir: str
+    cache_dir: str | None = None  # absolute; None with cache=false
+    kernbench: bool = True
+
+
+@dataclass
+class PointResult:
+    """One point's outcome, sent back to the parent."""
+
+    num: int
+    status: str
+    error: str | None = None
+    log: str = ""
+    wall_s: float = 0.0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    job_return: Any = None  # Hydra's JobReturn, generic path only
+
+
+def warm_up() -> None:
+    """Load, before workers are forked, what every point needs once per process (the
+    app module, which ``python -m kernbench.app`` has only as ``__main__``; the git
+    commit and the source fingerprint the rows and cache keys carry), so each worker
+    inherits it instead of paying for it."""
+    from kernbench import app  # noqa: F401
+    from kernbench.results.identity import git_commit
+    from kernbench.sweep.cache import source_fingerprint
+
+    git_commit()
+    source_fingerprint()
+
+
+def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any = None) -> list:
+    """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
+    function and HydraContext) are needed by the generic path only."""
+    if chunk.kernbench:
+        base = pickle.dumps(chunk.config)  # each point starts from an unpickled copy
+        return [run_kernbench_point(chunk, p, base) for p in chunk.points]
+    return [run_hydra_job(chunk, p, task, context) for p in chunk.points]
+
+
+def run_kernbench_point(chunk: Chunk, point: Point, base: bytes | None = None) -> PointResult:
+    """One point through ``run_job``, its output captured, its row collected."""
+    from kernbench import app  # app imports this module: import at call time
+    from kernbench.sweep.cache import PointCache
+
+    start = time.perf_counter()
+    out = io.StringIO()
+    rows: list[dict[str, Any]] = []
+    job = app.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
+    cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            cfg = apply_values(base or chunk.config, point.values)
+        except Exception as exc:  # a clash only the whole point shows: its error row
+            return _composition_error(chunk, point, exc, start)
+        out_dir = Path(chunk.sweep_dir) / str(point.num)
+        if OmegaConf.select(cfg, "sim.trace", default=False):
+            out_dir.mkdir(parents=True, exist_ok=True)  # only a trace is written there
+        status = app.run_job(cfg, out_dir, job, cache, rows=rows)
+    error = rows[0].get("error") if rows else None
+    return PointResult(point.num, status, error, out.getvalue(), _since(start), rows)
+
+
+def _composition_error(chunk: Chunk, point: Point, exc: Exception, start: float) -> PointResult:
+    from kernbench import app
+
+    result = error_result(chunk, point.num, app.error_message(exc.__cause__ or exc))
+    result.wall_s = _since(start)
+    return result
+
+
+def error_result(chunk: Chunk, num: int, message: str) -> PointResult:
+    """An error outcome for a point that gave no row of its own; on the kernbench path
+    its row holds the shape's config (the values the point could not apply are in the
+    sweep's records, and the message names them)."""
+    if not chunk.kernbench:
+        return PointResult(num, "error", message)
+    from kernbench.config import flatten
+    from kernbench.results import STATUS_ERROR, config_columns, make_row
+
+    columns = config_columns(flatten(chunk.config))
+    row = make_row(
+        columns, status=STATUS_ERROR, error=message, sweep_id=chunk.sweep_dir, job_num=num
+    )
+    return PointResult(num, STATUS_ERROR, message, rows=[row])
+
+
+def run_hydra_job(chunk: Chunk, point: Point, task: Any, context: Any) -> PointResult:
+    """One point as Hydra's stock launchers run a job (directory, files, JobReturn)."""
+    from hydra.core.utils import JobStatus, run_job
+
+    start = time.perf_counter()
+    cfg = point_config(chunk.config, point)
+    ret = run_job(
+        hydra_context=context,
+        task_function=task,
+        config=cfg,
+        job_dir_key="hydra.sweep.dir",
+        job_subdir_key="hydra.sweep.subdir",
+    )
+    failed = ret.status == JobStatus.FAILED
+    error = f"{type(ret._return_value).__name__}: {ret._return_value}" if failed else None
+    status = "error" if failed else "ok"
+    return PointResult(point.num, status, error, "", _since(start), job_return=ret)
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start

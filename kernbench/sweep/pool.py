@@ -1,0 +1,95 @@
+"""Local worker processes for the fast sweep: chunks in, point results out, as they end.
+
+Workers are forked from the parent (on Linux; spawned elsewhere), so they start in
+milliseconds with every module, the task function and Hydra's state already loaded;
+a chunk carries only its shape's config and its points. Results come back per chunk,
+in completion order, to a callback in the parent.
+
+A worker that dies (killed, out of memory, a crash in native code) breaks the pool and
+every chunk in flight. Those chunks are then rerun one point at a time in a fresh
+one-worker pool, so each point either gets its row or, if it is the one that kills its
+worker, an error row saying so: one bad point never loses the others' rows.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
+from typing import Any
+
+from kernbench.sweep.points import Chunk, PointResult, run_chunk, warm_up
+
+OnResult = Callable[[PointResult], None]
+_WORKER_STATE: tuple[Any, Any] = (None, None)  # (task function, HydraContext)
+
+
+def worker_count(n_jobs: int | None) -> int:
+    """``n_jobs`` as joblib reads it: -1 (or None) is one per core."""
+    cores = os.cpu_count() or 1
+    if n_jobs is None or n_jobs < 0:
+        return max(1, cores + 1 + (n_jobs or -1))
+    return max(1, n_jobs)
+
+
+def run_chunks(
+    chunks: list[Chunk], n_workers: int, on_result: OnResult, task: Any, context: Any
+) -> None:
+    """Run ``chunks`` on ``n_workers`` processes; ``on_result`` sees every point."""
+    global _WORKER_STATE
+    _WORKER_STATE = (task, context)  # inherited by forked workers
+    if any(c.kernbench for c in chunks):
+        warm_up()
+    broken = _round(chunks, n_workers, on_result)
+    singles = [replace(c, points=[p]) for c in broken for p in c.points]
+    for chunk in singles:  # one at a time, so a crash names its own point
+        if _round([chunk], 1, on_result):
+            on_result(_died(chunk))
+
+
+def _round(chunks: list[Chunk], n_workers: int, on_result: OnResult) -> list[Chunk]:
+    """Run ``chunks`` in one pool; return those lost to a dead worker."""
+    if not chunks:
+        return []
+    broken: list[Chunk] = []
+    workers = min(n_workers, len(chunks))
+    with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+        pending: dict[Future, Chunk] = {pool.submit(_work, c): c for c in chunks}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                chunk = pending.pop(future)
+                try:
+                    results = future.result()
+                except BrokenProcessPool:
+                    broken.append(chunk)
+                    continue
+                except Exception as exc:  # the chunk itself failed (e.g. unpicklable)
+                    results = [_failed(chunk, p.num, exc) for p in chunk.points]
+                for result in results:
+                    on_result(result)
+    return broken
+
+
+def _work(chunk: Chunk) -> list[PointResult]:
+    task, context = _WORKER_STATE
+    return run_chunk(chunk, task, context)
+
+
+def _context() -> Any:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def _died(chunk: Chunk) -> PointResult:
+    return _failed(chunk, chunk.points[0].num, RuntimeError("its worker process died"))
+
+
+def _failed(chunk: Chunk, num: int, exc: BaseException) -> PointResult:
+    """An error result for a point whose worker gave none back."""
+    from kernbench.sweep.points import error_result
+
+    return error_result(chunk, num, f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,78 @@
+"""Chunks as jobs of another Hydra launcher (``submitit_slurm``, ``submitit_local``,
+``ray``, ``joblib``, ``basic``): one launcher job, one SLURM or Ray task, per chunk.
+
+The fast sweeper hands the launcher one job per chunk, with :func:`run_chunk_job` as
+the task function instead of kernbench's: each job reads its chunk (the shape's config
+and the points, pickled into ``<sweep>/.kernbench/chunks/<n>.pkl``, on the shared
+filesystem the README asks for) and returns the points' results, which the launcher
+brings back to this process as the job's return value. Hydra composes each chunk job's
+own config once (~90 ms per task, not per point); its ``.hydra/`` files and log go to
+``<sweep>/.kernbench/chunks/<n>/``, out of the way of the points' numbering.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobStatus
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
+
+CHUNKS_DIR = Path(".kernbench") / "chunks"
+
+
+class ChunkJobs:
+    """Runs a sweeper's chunks through ``launcher`` (any Hydra launcher)."""
+
+    def __init__(self, launcher: Any, master: DictConfig, context: Any, sweep_dir: Path) -> None:
+        self.launcher = launcher
+        self.master = master
+        self.context = context
+        self.sweep_dir = sweep_dir.resolve()
+
+    def __call__(self, chunks: list[Chunk], on_result: Callable[[PointResult], None]) -> None:
+        folder = self.sweep_dir / CHUNKS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        for n, chunk in enumerate(chunks):
+            (folder / f"{n}.pkl").write_bytes(pickle.dumps(chunk))
+        self.launcher.setup(
+            hydra_context=self.context, task_function=run_chunk_job, config=self.job_config()
+        )
+        returns = self.launcher.launch([[] for _ in chunks], initial_job_idx=0)
+        for chunk, ret in zip(chunks, returns, strict=True):
+            for result in _results(chunk, ret):
+                on_result(result)
+
+    def job_config(self) -> DictConfig:
+        """The master config with the chunk jobs' directories pinned: the sweep dir as
+        this process resolved it, and a sub-directory per chunk."""
+        cfg = copy.deepcopy(self.master)
+        pinned = [
+            f"hydra.sweep.dir={self.sweep_dir}",
+            f"hydra.sweep.subdir={CHUNKS_DIR.as_posix()}/${{hydra.job.num}}",
+        ]
+        with read_write(cfg.hydra), open_dict(cfg.hydra):
+            cfg.hydra.overrides.hydra = OmegaConf.to_container(cfg.hydra.overrides.hydra) + pinned
+        return cfg
+
+
+def run_chunk_job(cfg: DictConfig) -> list[PointResult]:
+    """The task function of a chunk job: run chunk ``hydra.job.num`` of this sweep."""
+    hydra = HydraConfig.get()
+    path = Path(hydra.sweep.dir) / CHUNKS_DIR / f"{hydra.job.num}.pkl"
+    chunk: Chunk = pickle.loads(path.read_bytes())
+    return run_chunk(chunk)
+
+
+def _results(chunk: Chunk, ret: Any) -> list[PointResult]:
+    """The chunk's results, or an error result per point if its job failed."""
+    if ret.status == JobStatus.COMPLETED:
+        return list(ret.return_value)
+    why = f"its chunk job failed: {type(ret._return_value).__name__}: {ret._return_value}"
+    return [error_result(chunk, p.num, why) for p in chunk.points]

@@ -1,0 +1,122 @@
+"""The parent side of a fast sweep: records, chunks, progress, the merged table.
+
+Given a :class:`~kernbench.sweep.plan.Plan`, this module
+
+- writes the sweep's records into ``<sweep>/.hydra/``: ``overrides.yaml`` (the command
+  line's task overrides), ``points.yaml`` (every point's overrides, by job number) and
+  ``shapes/<n>.yaml`` (the composed config of each shape). With a point's row, which
+  holds every resolved value, they are enough to rerun any point or the whole sweep;
+  no per-point directory is written (a point with ``sim.trace=true`` gets
+  ``<sweep>/<job_num>/trace.parquet``);
+- cuts the plan into chunks of one shape each (:func:`make_chunks`);
+- gathers the points' rows as chunks end, reports progress (:class:`~kernbench.sweep.
+  progress.SweepBar`), appends each point's own output to ``<sweep>/points.log``, and
+- writes ``results.parquet`` once, atomically, ordered by job number: the same table
+  :func:`kernbench.sweep.merge.merge_sweep` builds from a stock sweep's job files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
+from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
+from kernbench.sweep.plan import Plan
+from kernbench.sweep.points import Chunk, PointResult
+from kernbench.sweep.progress import SweepBar
+
+POINTS_LOG = "points.log"
+RECORDS_DIR = ".hydra"
+AUTO_CHUNK_CAP = 64  # points per local chunk at most: keeps the bar and balance smooth
+CLUSTER_CHUNK = 100  # points per SLURM / Ray task by default: 10,000 points = 100 tasks
+
+RunChunks = Callable[[list[Chunk], Callable[[PointResult], None]], None]
+
+
+def auto_chunk_size(n_points: int, n_workers: int) -> int:
+    """About eight chunks per worker, so a slow chunk does not leave the others idle,
+    and never more than :data:`AUTO_CHUNK_CAP` points."""
+    return max(1, min(AUTO_CHUNK_CAP, math.ceil(n_points / (8 * n_workers))))
+
+
+def make_chunks(plan: Plan, size: int, base: dict[str, Any]) -> list[Chunk]:
+    """Consecutive points of one shape, at most ``size`` per chunk (job order kept).
+    ``base`` holds the Chunk fields every chunk shares (sweep dir, cache, path)."""
+    chunks: list[Chunk] = []
+    resolved: dict[int, DictConfig] = {}
+    for point in plan.points:
+        last = chunks[-1] if chunks else None
+        if last and last.points[0].shape == point.shape and len(last.points) < size:
+            last.points.append(point)
+            continue
+        if base.get("kernbench", True):
+            if point.shape not in resolved:
+                resolved[point.shape] = plan.run_task(point.shape)
+            config = resolved[point.shape]
+        else:
+            config = plan.shapes[point.shape].config
+        chunks.append(Chunk(config=config, points=[point], **base))
+    return chunks
+
+
+def write_records(plan: Plan, master: DictConfig, sweep_dir: Path) -> None:
+    """``.hydra/overrides.yaml``, ``.hydra/points.yaml`` and ``.hydra/shapes/<n>.yaml``."""
+    records = sweep_dir / RECORDS_DIR
+    (records / "shapes").mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(master.hydra.overrides.task, records / "overrides.yaml")
+    points = {p.num: {"shape": p.shape, "overrides": list(p.overrides)} for p in plan.points}
+    (records / "points.yaml").write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
+    for n, shape in enumerate(plan.shapes):
+        OmegaConf.save(shape.config, records / "shapes" / f"{n}.yaml")
+
+
+class Gather:
+    """Collects point results in the parent: rows, progress, the points log."""
+
+    def __init__(self, sweep_dir: Path, total: int, overrides: dict[int, list[str]]) -> None:
+        self.sweep_dir = sweep_dir
+        self.overrides = overrides
+        self.rows: list[dict[str, Any]] = []
+        self.results: dict[int, PointResult] = {}
+        self.bar = SweepBar(total)
+        self.log = (sweep_dir / POINTS_LOG).open("a")
+
+    def __call__(self, result: PointResult) -> None:
+        self.results[result.num] = result
+        self.rows.extend(result.rows)
+        lines = " ".join(self.overrides.get(result.num, []))
+        self.log.write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
+        self.log.flush()
+        self.bar.point_done(result, lines)
+
+    def close(self) -> None:
+        self.bar.close()
+        self.log.close()
+
+    def merge(self) -> MergeOutcome:
+        """Write ``results.parquet`` (ordered by job number) atomically."""
+        self.rows.sort(key=lambda row: row.get("job_num") or 0)
+        path = write_table_atomic(rows_to_table(self.rows), self.sweep_dir / MERGED_FILE)
+        n_errors = sum(row.get("status") == STATUS_ERROR for row in self.rows)
+        n_cached = sum(bool(row.get("cached")) for row in self.rows)
+        return MergeOutcome(path, len(self.rows), n_errors, n_cached)
+
+
+def run_plan(plan: Plan, chunks: Iterable[Chunk], sweep_dir: Path, run: RunChunks) -> Gather:
+    """Run every chunk with ``run`` and gather the results (closed on return)."""
+    overrides = {p.num: p.overrides for p in plan.points}
+    gather = Gather(sweep_dir, len(plan.points), overrides)
+    try:
+        run(list(chunks), gather)
+    finally:
+        gather.close()
+    return gather
+
+
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -1,0 +1,229 @@
+"""The fast multirun: Hydra's sweeper and launcher plugins named ``kernbench`` (DESIGN §9).
+
+``hydra_plugins/kernbench_sweep/`` registers these classes (thin subclasses there, since
+Hydra only instantiates plugins from the ``hydra_plugins`` package):
+
+- :class:`FastSweeper` (``hydra/sweeper=kernbench``, the default): expands the grid as
+  Hydra's basic sweeper does (command line and ``hydra.sweeper.params``, in the same
+  order), composes once per shape (:mod:`kernbench.sweep.plan`), refuses a bad key or
+  type before anything runs, and for kernbench's own task runs the points in chunks and
+  writes ``results.parquet`` itself (:mod:`kernbench.sweep.run`). ``dry_run=true``
+  composes and validates every point and runs nothing. Any other task function is
+  launched batch by batch, as the basic sweeper does.
+- :class:`FastLauncher` (``hydra/launcher=kernbench``, the default): ``n_jobs`` forked
+  worker processes. The sweeper hands it chunks; Hydra's ``launch`` API (used by the
+  basic sweeper and by Hydra's plugin test suites) composes per shape too and runs each
+  job with Hydra's ``run_job`` in the workers.
+
+With another launcher (``basic``, ``joblib``, ``submitit_*``, ``ray``) the sweeper
+sends it chunks as jobs (:mod:`kernbench.sweep.remote`): one task per
+``hydra.sweeper.chunk_size`` points.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+from kernbench.sweep import callbacks, pool
+from kernbench.sweep.plan import Plan, Planner, screen
+from kernbench.sweep.points import PointResult, is_point_task
+from kernbench.sweep.run import (
+    CLUSTER_CHUNK,
+    auto_chunk_size,
+    make_chunks,
+    run_plan,
+    write_records,
+)
+
+log = logging.getLogger("kernbench.sweep")
+
+
+class FastLauncher(Launcher):
+    """Runs jobs, or a sweeper's chunks, on ``n_jobs`` local worker processes."""
+
+    def __init__(self, n_jobs: int = -1) -> None:
+        self.n_jobs = n_jobs
+        self.config: DictConfig | None = None
+        self.task_function: TaskFunction | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
+        self.config = config
+        self.task_function = task_function
+        self.hydra_context = hydra_context
+
+    @property
+    def workers(self) -> int:
+        return pool.worker_count(self.n_jobs)
+
+    def run_chunks(self, chunks: list, on_result: Any) -> None:
+        """Run a sweeper's chunks; ``on_result`` sees each point as its chunk ends."""
+        pool.run_chunks(chunks, self.workers, on_result, self.task_function, self.hydra_context)
+
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
+        """Hydra's launcher API: every job as Hydra's ``run_job`` runs it."""
+        assert self.config is not None and self.hydra_context is not None
+        plan = Planner(self.hydra_context.config_loader, self.config).plan(
+            job_overrides, initial_job_idx
+        )
+        base = {"sweep_dir": str(self.config.hydra.sweep.dir), "kernbench": False}
+        chunks = make_chunks(plan, auto_chunk_size(len(plan.points), self.workers), base)
+        log.info(f"Launching {len(plan.points)} jobs on {self.workers} local workers")
+        results: dict[int, PointResult] = {}
+        self.run_chunks(chunks, lambda r: results.__setitem__(r.num, r))
+        return [_job_return(results[p.num]) for p in plan.points]
+
+
+def _job_return(result: PointResult) -> JobReturn:
+    if result.job_return is not None:
+        return result.job_return
+    from hydra.core.utils import JobStatus
+
+    return JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(result.error))
+
+
+class FastSweeper(Sweeper):
+    """Expands the grid, composes per shape, runs kernbench's points in chunks."""
+
+    def __init__(
+        self,
+        max_batch_size: int | None = None,
+        params: dict[str, str] | None = None,
+        dry_run: bool = False,
+        chunk_size: int | None = None,
+    ) -> None:
+        self.max_batch_size = max_batch_size
+        self.params = params or {}
+        self.dry_run = dry_run
+        self.chunk_size = chunk_size
+        self.config: DictConfig | None = None
+        self.launcher: Launcher | None = None
+        self.hydra_context: HydraContext | None = None
+        self.task_function: TaskFunction | None = None
+
+    def setup(
+        self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
+    ) -> None:
+        from hydra.core.plugins import Plugins
+
+        self.config = config
+        self.hydra_context = hydra_context
+        self.task_function = task_function
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def batches(self, arguments: list[str]) -> list[list[list[str]]]:
+        """The points, in batches, exactly as Hydra's basic sweeper lists them."""
+        from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+        lines = [f"{k}={v}" for k, v in self.params.items()] + list(arguments)
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        return BasicSweeper.split_arguments(parser.parse_overrides(lines), self.max_batch_size)
+
+    def sweep(self, arguments: list[str]) -> Any:
+        assert self.config is not None and self.hydra_context is not None
+        batches = self.batches(arguments)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+        jobs = [job for batch in batches for job in batch]
+        plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
+        if self.dry_run:
+            return dry_run(plan, is_point_task(self.task_function))
+        screen(plan)
+        if not is_point_task(self.task_function):
+            return self.launch_batches(batches)
+        return self.run_points(plan, sweep_dir)
+
+    def launch_batches(self, batches: list[list[list[str]]]) -> list[Sequence[JobReturn]]:
+        """Any task function: batch by batch through the launcher, as the basic sweeper."""
+        assert self.launcher is not None
+        returns, start = [], 0
+        for batch in batches:
+            if not isinstance(self.launcher, FastLauncher):
+                self.validate_batch_is_legal(batch)
+            results = self.launcher.launch(batch, initial_job_idx=start)
+            for r in results:
+                _ = r.return_value  # raises if the job failed, as the basic sweeper does
+            start += len(batch)
+            returns.append(results)
+        return returns
+
+    def run_points(self, plan: Plan, sweep_dir: Path) -> list[str]:
+        """kernbench's task: every point in chunks, then ``results.parquet``."""
+        assert self.config is not None and self.launcher is not None
+        write_records(plan, self.config, sweep_dir)
+        base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir()}
+        if isinstance(self.launcher, FastLauncher):
+            size = self.chunk_size or auto_chunk_size(len(plan.points), self.launcher.workers)
+            runner = self.launcher.run_chunks
+        else:
+            from kernbench.sweep.remote import ChunkJobs
+
+            size = self.chunk_size or CLUSTER_CHUNK
+            runner = ChunkJobs(self.launcher, self.config, self.hydra_context, sweep_dir)
+        gather = run_plan(plan, make_chunks(plan, size, base), sweep_dir, runner)
+        outcome = gather.merge()
+        callbacks.record_outcome(outcome, sweep_dir)
+        return [gather.results[p.num].status for p in plan.points]
+
+    def cache_dir(self) -> str | None:
+        """The point cache's absolute path, or None with ``cache=false``."""
+        cfg = self.config
+        if not cfg.get("cache", True):
+            return None
+        return str(Path(str(cfg.hydra.runtime.cwd)) / str(cfg.paths.cache_dir))
+
+
+def dry_run(plan: Plan, kernbench: bool) -> list[str]:
+    """Compose (and for kernbench validate) every point; print what would run."""
+    errors = {p.num: check_point(plan, p, kernbench) for p in plan.points}
+    invalid = {num: e for num, e in errors.items() if e is not None}
+    print(
+        f"dry run: {len(plan.points)} points in {len(plan.shapes)} shapes,"
+        f" {len(invalid)} invalid; nothing was run"
+    )
+    for n, shape in enumerate(plan.shapes):
+        count = sum(p.shape == n for p in plan.points)
+        print(f"  shape {n} ({count} points): {shape.describe()}")
+    for point in plan.points:
+        if point.num in invalid:
+            print(f"  invalid #{point.num} ({' '.join(point.overrides)}): {invalid[point.num]}")
+    if invalid:
+        print(
+            f"kernbench: error: {len(invalid)} of {len(plan.points)} sweep points are invalid",
+            file=sys.stderr,
+        )
+        raise SystemExit(1)
+    return []
+
+
+def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
+    """The point's one-line error, or None if it composes (and validates)."""
+    from kernbench import app
+    from kernbench.config import validate
+
+    try:
+        if not kernbench:
+            plan.job_config(point)
+            return None
+        validate(OmegaConf.to_object(plan.task_config(point)))
+    except Exception as exc:
+        return app.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
+    return None

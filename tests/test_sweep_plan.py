@@ -1,0 +1,139 @@
+"""Config identity: the fast path's per-point config is Hydra's own (kernbench.sweep.plan).
+
+For every study preset's grid and for random points mixing group overrides, ``+``
+additions, ``++`` and plain value overrides, the config the fast path builds (one Hydra
+composition per shape, then the point's value overrides on a copy) must equal what
+Hydra's ``load_sweep_config`` composes from scratch for the stock launchers: the whole
+config, ``hydra`` node included, compared as unresolved containers.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hydra import initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import ConfigCompositionException
+from hydra.types import RunMode
+from omegaconf import OmegaConf, open_dict
+
+from kernbench.config.store import conf_dir, experiment_files, register_configs
+from kernbench.sweep.plan import Planner, apply_values, resolve_fixed, screen, without_hydra
+
+
+@pytest.fixture
+def loader():
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        yield GlobalHydra.instance().hydra.config_loader
+
+
+def master_and_points(loader, overrides: list[str]):
+    """The multirun's master config and its points, as Hydra's basic sweeper lists them."""
+    master = loader.load_configuration("config", overrides, RunMode.MULTIRUN)
+    params = [f"{k}={v}" for k, v in (master.hydra.sweeper.get("params") or {}).items()]
+    lines = params + list(master.hydra.overrides.task)
+    parsed = OverridesParser.create().parse_overrides(lines)
+    return master, BasicSweeper.split_arguments(parsed, None)[0]
+
+
+def assert_same_as_hydra(loader, master, jobs) -> int:
+    plan = Planner(loader, master).plan(jobs)
+    for point in plan.points:
+        expected = loader.load_sweep_config(master, list(point.overrides))
+        with open_dict(expected.hydra):
+            expected.hydra.job.id = point.num
+            expected.hydra.job.num = point.num
+        ours = plan.job_config(point)
+        assert OmegaConf.to_container(ours) == OmegaConf.to_container(expected), point
+        task = OmegaConf.to_container(plan.task_config(point))
+        expected_task = OmegaConf.to_container(expected)
+        del expected_task["hydra"]
+        assert task == expected_task, point
+        # What a worker runs: the shape's fixed interpolations resolved once, then the
+        # point's values; resolved, it reads exactly as Hydra's config does.
+        run = apply_values(plan.run_task(point.shape), point.values)
+        resolved = OmegaConf.to_container(without_hydra(expected), resolve=True)
+        assert OmegaConf.to_container(run, resolve=True) == resolved, point
+    return len(plan.shapes)
+
+
+@pytest.mark.parametrize("preset", [p.stem for p in experiment_files()])
+def test_every_preset_point_matches_hydra(loader, preset):
+    master, jobs = master_and_points(loader, [f"+experiment={preset}"])
+    rng = random.Random(preset)
+    sample = jobs if len(jobs) <= 24 else rng.sample(jobs, 24)
+    shapes = assert_same_as_hydra(loader, master, sample)
+    assert shapes < len(sample)  # points did share compositions
+
+
+GROUPS = {
+    "topology": ["small", "default"],
+    "address": ["pa", "va", "la"],
+    "channel_mapping": ["n_to_one", "one_to_one"],
+    "pe_cost_model": ["zero", "default"],
+}
+VALUES = [
+    "workload.outstanding=3",
+    "workload.access_bytes=4352",
+    "++workload.bytes_per_pe=8192",
+    "topology.pes_per_cube=4",
+    "+extra_note=hello",
+    "workload.bytes_per_pe=${workload.access_bytes}",
+    "topology.pe_mmu.page_size=8192",
+    "paths.root=elsewhere",  # changes the interpolated paths.run_dir, sweep_dir, cache_dir
+    "paths.sweep_name=${workload.name}_study",
+]
+
+
+def random_point(rng: random.Random) -> list[str]:
+    groups = [f"{g}={rng.choice(opts)}" for g, opts in GROUPS.items() if rng.random() < 0.6]
+    values = rng.sample(VALUES, rng.randint(0, 4))
+    if rng.random() < 0.3:
+        groups.append("+experiment=bw_equivalence")
+    point = groups + values
+    rng.shuffle(point)  # group and value overrides interleaved in any order
+    return point
+
+
+def test_random_points_match_hydra(loader):
+    rng = random.Random(11)
+    jobs = [random_point(rng) for _ in range(30)]
+    master = loader.load_configuration("config", [], RunMode.MULTIRUN)
+    assert assert_same_as_hydra(loader, master, jobs) > 1
+
+
+def test_a_bad_value_refuses_the_sweep_up_front(loader):
+    master = loader.load_configuration("config", [], RunMode.MULTIRUN)
+    plan = Planner(loader, master).plan(
+        [["workload.outstanding=2"], ["topology=small", "workload.outstanding=two"]]
+    )
+    with pytest.raises(ConfigCompositionException) as info:
+        screen(plan)
+    message = str(info.value)
+    assert message.startswith("sweep point #1 (topology=small workload.outstanding=two)")
+    assert "two" in message and "int" in message.lower()
+
+
+def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
+    cfg = OmegaConf.create(
+        {
+            "a": "${b.x}",  # b.x reads c.y, which the points override: a chain
+            "b": {"x": "${c.y}", "rel": "${.x}"},
+            "c": {"y": 1},
+            "d": {"free": "${e.z}/out", "z2": "${oc.select:e.z}"},
+            "e": {"z": "root"},
+        }
+    )
+    fixed = resolve_fixed(cfg, {"c.y"})
+    assert OmegaConf.is_interpolation(fixed, "a")
+    assert OmegaConf.is_interpolation(fixed.b, "x")
+    assert OmegaConf.is_interpolation(fixed.b, "rel")
+    assert not OmegaConf.is_interpolation(fixed.d, "free")  # nothing it reads can change
+    assert (fixed.d.free, fixed.d.z2) == ("root/out", "root")
+    assert OmegaConf.is_interpolation(cfg.d, "free")  # the original is left alone
+    fixed.c.y = 2  # what a point's override does: the chain follows it
+    assert (fixed.a, fixed.b.rel) == (2, 2)

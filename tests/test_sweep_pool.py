@@ -1,0 +1,65 @@
+"""The fast sweep's worker pool (kernbench.sweep.pool): a point that kills its worker
+process costs only its own row.
+
+Workers are forked, so a stand-in for ``run_job`` patched into the parent is what they
+run: it ends its process abruptly (``os._exit``, as a segfault or the OOM killer
+would) on one point and runs the real ``run_job`` on the others.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
+
+from kernbench import app
+from kernbench.config.store import conf_dir, register_configs
+from kernbench.sweep.plan import Planner
+from kernbench.sweep.pool import run_chunks
+from kernbench.sweep.run import make_chunks
+
+SMALL = ["topology=small", "pe_cost_model=zero", "workload.active_pes=1"]
+DEADLY = 2  # the job number whose worker dies
+
+
+@pytest.fixture
+def plan():
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        loader = GlobalHydra.instance().hydra.config_loader
+        master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+        jobs = [[*SMALL, f"workload.bytes_per_pe={4096 * (n + 1)}"] for n in range(5)]
+        yield Planner(loader, master).plan(jobs)
+
+
+def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch, tmp_path):
+    real = app.run_job
+
+    def run_job(cfg, out_dir, job, cache=None, bar=None, rows=None):
+        if job.job_num == DEADLY:
+            os._exit(3)
+        return real(cfg, out_dir, job, cache, bar, rows)
+
+    monkeypatch.setattr(app, "run_job", run_job)
+    chunks = make_chunks(plan, 2, {"sweep_dir": str(tmp_path), "cache_dir": None})
+    assert [[p.num for p in c.points] for c in chunks] == [[0, 1], [2, 3], [4]]
+    results = {}
+    run_chunks(chunks, 2, lambda r: results.__setitem__(r.num, r), None, None)
+
+    assert sorted(results) == [0, 1, 2, 3, 4]  # every point reported exactly once
+    assert {n: r.status for n, r in results.items()} == {
+        0: "ok",
+        1: "ok",
+        2: "error",
+        3: "ok",
+        4: "ok",
+    }
+    assert results[DEADLY].error == "RuntimeError: its worker process died"
+    [row] = results[DEADLY].rows
+    assert (row["job_num"], row["status"]) == (DEADLY, "error")
+    # The others hold their own simulation: one PE streams (n + 1) x 4 KiB.
+    moved = {n: r.rows[0]["bytes_moved"] for n, r in results.items() if n != DEADLY}
+    assert moved == {n: 4096 * (n + 1) for n in (0, 1, 3, 4)}
