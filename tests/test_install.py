@@ -92,7 +92,13 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
 
     # Hydra discovers the installed sweep plugins: -m takes the fast path by default.
     sweep = elsewhere / "sweep"
-    argv = [kernbench, "-m", "topology=small", "workload.bytes_per_pe=4096"]
+    argv = [
+        kernbench,
+        "-m",
+        "topology=small",
+        "workload.bytes_per_pe=4096",
+        "workload.access_bytes=4096",
+    ]
     _run([*argv, "workload.outstanding=1,2", f"hydra.sweep.dir={sweep}"], elsewhere)
     assert [r["status"] for r in pq.read_table(sweep / "results.parquet").to_pylist()] == [
         "ok",

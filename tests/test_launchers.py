@@ -33,6 +33,7 @@ from kernbench.sweep import MERGED_FILE
 GRID = (
     "topology=small",
     "pe_cost_model=zero",
+    "address=pa",  # the 47 ns below is PA's (VA adds its TLB time)
     "channel_mapping=n_to_one,one_to_one",
     "workload.access_bytes=256,4096",
     "workload.bytes_per_pe=${workload.access_bytes}",  # a value that is an interpolation

@@ -31,9 +31,18 @@ def loader():
         yield GlobalHydra.instance().hydra.config_loader
 
 
+def load_master(loader, overrides: list[str]):
+    """The multirun's master config with its sweep directory resolved, as Hydra's
+    launchers resolve it first: that fixes ${now:...} and ${pid:} in the resolver cache
+    every point's copy inherits (else each copy would read the clock on its own)."""
+    master = loader.load_configuration("config", overrides, RunMode.MULTIRUN)
+    str(master.hydra.sweep.dir)
+    return master
+
+
 def master_and_points(loader, overrides: list[str]):
     """The multirun's master config and its points, as Hydra's basic sweeper lists them."""
-    master = loader.load_configuration("config", overrides, RunMode.MULTIRUN)
+    master = load_master(loader, overrides)
     params = [f"{k}={v}" for k, v in (master.hydra.sweeper.get("params") or {}).items()]
     lines = params + list(master.hydra.overrides.task)
     parsed = OverridesParser.create().parse_overrides(lines)
@@ -102,7 +111,7 @@ def random_point(rng: random.Random) -> list[str]:
 def test_random_points_match_hydra(loader):
     rng = random.Random(11)
     jobs = [random_point(rng) for _ in range(30)]
-    master = loader.load_configuration("config", [], RunMode.MULTIRUN)
+    master = load_master(loader, [])
     assert assert_same_as_hydra(loader, master, jobs) > 1
 
 

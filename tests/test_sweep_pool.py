@@ -21,7 +21,12 @@ from kernbench.sweep.plan import Planner
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import make_chunks
 
-SMALL = ["topology=small", "pe_cost_model=zero", "workload.active_pes=1"]
+SMALL = [
+    "topology=small",
+    "pe_cost_model=zero",
+    "workload.active_pes=1",
+    "workload.access_bytes=4096",
+]
 DEADLY = 2  # the job number whose worker dies
 
 
