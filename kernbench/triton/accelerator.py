@@ -1,0 +1,273 @@
+"""The user-facing API: ``Accelerator`` runs unchanged ``@triton.jit`` kernels (DESIGN §10).
+
+    acc = Accelerator(["address=va", "channel_mapping=one_to_one"])
+    x = acc.tensor(torch.randn(98432))
+    out = acc.empty_like(x)
+    res = acc.run(add_kernel, (grid,), x, y, out, n, BLOCK_SIZE=1024)
+    acc.to_torch(out), res.kernel_latency_ns, res.metrics
+
+The overrides are ordinary KernBench overrides composed by Hydra (``workload=triton``
+is implied). Device tensors are deployed by the runtime (``RuntimeContext.deploy``
+under a ``DPPolicy``) and their bytes written into the functional memory by PA.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+import triton.language as tl
+
+from kernbench.config.schema import KernBenchConfig
+from kernbench.config.validate import validate
+from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
+from kernbench.sim.system import System
+from kernbench.topology.names import PeId
+from kernbench.triton import grid as gridmap
+from kernbench.triton import hook
+from kernbench.triton.lowering import Lowering
+from kernbench.triton.memory import FunctionalMemory, HostWindow, ShardView, Translator, shard_views
+
+TL_DTYPES = {
+    torch.float32: tl.float32,
+    torch.float16: tl.float16,
+    torch.bfloat16: tl.bfloat16,
+    torch.float64: tl.float64,
+    torch.int32: tl.int32,
+    torch.int64: tl.int64,
+    torch.int16: tl.int16,
+    torch.int8: tl.int8,
+    torch.uint8: tl.uint8,
+}
+
+
+def compose_config(overrides: Sequence[str] = ()) -> KernBenchConfig:
+    """The validated config of ``kernbench <overrides>`` with ``workload=triton``."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from kernbench.config.store import conf_dir, register_configs
+
+    register_configs()
+    given = list(overrides)
+    if not any(o.lstrip("+~").startswith("workload=") for o in given):
+        given.insert(0, "workload=triton")
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        cfg = compose(config_name="config", overrides=given)
+    return validate(OmegaConf.to_object(cfg))  # type: ignore[arg-type]
+
+
+@dataclass
+class DeviceTensor:
+    """A tensor deployed on the simulated device. ``data_ptr()`` is its host address
+    (what Triton pointer arithmetic starts from), ``runtime`` the runtime's tensor."""
+
+    runtime: Tensor
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    host_base: int
+    views: list[list[ShardView]] = field(repr=False)
+
+    def data_ptr(self) -> int:
+        return self.host_base
+
+    def element_size(self) -> int:
+        return torch.empty((), dtype=self.dtype).element_size()
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        return self.shape if dim is None else self.shape[dim]
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Row-major strides in elements (device tensors are contiguous)."""
+        strides = tuple(math.prod(self.shape[i + 1 :]) for i in range(len(self.shape)))
+        return strides if dim is None else strides[dim]
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self.element_size()
+
+
+@dataclass
+class TritonRun:
+    """What one launch measured: its simulated latency and a metrics row."""
+
+    kernel_latency_ns: float
+    metrics: dict[str, Any]
+
+
+class Accelerator:
+    """A simulated KernBench system that runs ``@triton.jit`` kernels."""
+
+    def __init__(
+        self,
+        overrides: Sequence[str] = (),
+        *,
+        system: System | None = None,
+        pes: int | str = "all",
+        mapping: str = "cyclic",
+    ) -> None:
+        self.system = system if system is not None else System(compose_config(overrides))
+        self.runtime = RuntimeContext(self.system)
+        self.pes = pes
+        self.mapping = mapping
+        self.window = HostWindow()
+        self.memory = FunctionalMemory()
+        self.translator = Translator(self.system)
+        self.tensors: list[DeviceTensor] = []
+
+    # -- tensors --------------------------------------------------------------------------
+    def tensor(self, data: torch.Tensor, policy: DPPolicy | None = None) -> DeviceTensor:
+        """Deploy ``data`` (a CPU tensor) under ``policy`` (default: the runtime's,
+        split over every PE) and write its bytes into device memory."""
+        dev = self._deploy(tuple(data.shape), data.dtype, policy)
+        raw = data.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+        for copy in dev.views:
+            for v in copy:
+                self._write_shard(v, raw, dev.element_size())
+        return dev
+
+    def empty(
+        self, shape: Sequence[int], dtype: torch.dtype, policy: DPPolicy | None = None
+    ) -> DeviceTensor:
+        """A deployed tensor of zeros (device memory reads 0 until written)."""
+        return self._deploy(tuple(shape), dtype, policy)
+
+    def empty_like(self, t: DeviceTensor, policy: DPPolicy | None = None) -> DeviceTensor:
+        return self.empty(t.shape, t.dtype, policy or t.runtime.policy)
+
+    def to_torch(self, t: DeviceTensor) -> torch.Tensor:
+        """The tensor's values as device memory holds them (its first copy)."""
+        self.translator.forget()
+        elem = t.element_size()
+        raw = np.zeros(t.nbytes, np.uint8)
+        for v in t.views[0]:
+            dev = v.ptr + np.arange(0, v.nbytes, elem, dtype=np.int64)
+            pas = self.translator.pas(v.pe, dev)
+            raw[v.start : v.start + v.nbytes] = self.memory.read(pas, elem).reshape(-1)
+        return torch.from_numpy(raw).view(t.dtype).reshape(t.shape).clone()
+
+    # -- launch ---------------------------------------------------------------------------
+    def run(self, kernel: Any, grid: Any, *args: Any, **kwargs: Any) -> TritonRun:
+        """Run ``kernel[grid](*args, **kwargs)`` on the simulated device; the kernel's
+        program instances are spread over PEs by ``self.mapping``."""
+        fn = hook.python_function(kernel)
+        named = hook.bind_args(fn, args, kwargs)
+        g = gridmap.grid3(grid(named) if callable(grid) else tuple(grid))
+        progs = gridmap.programs(g)
+        pes = self.runtime.pes(self.pes)
+        slots = gridmap.assign(len(progs), len(pes), self.mapping)
+        plan = [[progs[i] for i in slot] for slot in slots]
+        used = pes[: len(plan)]
+        lowering = Lowering(self.window, self.translator, self.memory)
+        self.translator.forget()
+        before = _snapshot(self.system, used)
+        start = self.system.env.now
+        body = hook.rewritten(fn)
+        converted = self._convert(fn, named)
+        try:
+            with hook.Hook(lowering, fn).installed():
+                ends = self.runtime.launch(_pe_body, used, body, converted, plan, used, g)
+        except Exception as exc:
+            raise hook.unwrap_error(exc) from None
+        latency = max(ends.values()) - start
+        row = _metrics(self.system, used, before, latency, lowering)
+        row |= {"programs": len(progs), "active_pe_count": len(used)}
+        return TritonRun(latency, row)
+
+    # -- internals ------------------------------------------------------------------------
+    def _deploy(
+        self, shape: tuple[int, ...], dtype: torch.dtype, policy: DPPolicy | None
+    ) -> DeviceTensor:
+        elem = torch.empty((), dtype=dtype).element_size()
+        nbytes = math.prod(shape) * elem
+        rt = self.runtime.deploy(nbytes, policy or DPPolicy(), f"t{len(self.tensors)}")
+        views = shard_views(rt)
+        for copy in views:
+            for v in copy:
+                if v.start % elem:
+                    raise ValueError(
+                        f"tensor of {nbytes} bytes splits mid-element at byte {v.start} "
+                        f"over {len(copy)} PEs; use a size whose shards hold whole elements"
+                    )
+        dev = DeviceTensor(rt, shape, dtype, self.window.add(nbytes, views), views)
+        self.tensors.append(dev)
+        return dev
+
+    def _write_shard(self, v: ShardView, raw: np.ndarray, elem: int) -> None:
+        if not v.nbytes:
+            return
+        dev = v.ptr + np.arange(0, v.nbytes, elem, dtype=np.int64)
+        pas = self.translator.pas(v.pe, dev)
+        self.memory.write(pas, raw[v.start : v.start + v.nbytes].reshape(-1, elem))
+
+    def _convert(self, fn: Callable[..., Any], named: dict[str, Any]) -> dict[str, Any]:
+        """Arguments as the interpreter wants them; device tensors become pointers."""
+        const = set(hook.constexpr_names(fn))
+        out: dict[str, Any] = {}
+        for name, value in named.items():
+            if name in const:
+                out[name] = value
+            elif isinstance(value, DeviceTensor):
+                out[name] = hook.to_interpreter(value, TL_DTYPES[value.dtype], value.host_base)
+            elif isinstance(value, torch.Tensor):
+                raise TypeError(
+                    f"argument {name!r} is a host torch tensor: deploy it with acc.tensor(...)"
+                )
+            else:
+                out[name] = hook.to_interpreter(value)
+        return out
+
+
+def _pe_body(
+    body: Callable[..., Any],
+    args: dict[str, Any],
+    plan: list[list[gridmap.Grid3]],
+    pes: list[PeId],
+    grid: gridmap.Grid3,
+) -> None:
+    """What one PE runs (a KernBench kernel): its program instances, in order."""
+    from kernbench import tl as kbtl
+
+    slot = kbtl.program_id(0)
+    for pid in plan[slot]:
+        hook.set_program(hook.Program(pes[slot], pid, grid))
+        body(**args)
+
+
+def _snapshot(system: System, pes: list[PeId]) -> dict[str, float]:
+    """Cumulative per-PE counters before a launch (a system may run several)."""
+    units = [system.pes[p.index] for p in pes]
+    snap = {"bytes_moved": float(sum(u.dma.bytes_moved for u in units))}
+    snap["dispatch_cycles_total"] = float(sum(u.cpu.dispatch_cycles for u in units))
+    snap["cpu"] = float(sum(u.cpu.busy_ns for u in units))
+    for name in ("dma", "gemm", "math"):
+        snap[name] = float(sum(u.engines[name].busy_ns for u in units))
+    return snap
+
+
+def _metrics(
+    system: System, pes: list[PeId], before: dict[str, float], latency: float, low: Lowering
+) -> dict[str, Any]:
+    """The launch's row: latency, bytes, commands, dispatch, mean utilisation per unit."""
+    after = _snapshot(system, pes)
+    row: dict[str, Any] = {"kernel_latency_ns": latency, "sim_time_ns": latency}
+    row["bytes_moved"] = int(after["bytes_moved"] - before["bytes_moved"])
+    row["commands"] = sum(low.commands.values())
+    for kind, label in (("dma", "Dma"), ("gemm", "Gemm"), ("math", "Math")):
+        row[f"{kind}_commands"] = sum(n for k, n in low.commands.items() if k.startswith(label))
+    row["dispatch_cycles_total"] = after["dispatch_cycles_total"] - before["dispatch_cycles_total"]
+    for unit in ("cpu", "dma", "gemm", "math"):
+        busy = (after[unit] - before[unit]) / len(pes)
+        row[f"{unit}_utilization"] = busy / latency if latency > 0 else 0.0
+    row["bottleneck"] = max(("cpu", "dma", "gemm", "math"), key=lambda u: row[f"{u}_utilization"])
+    return row
+
+
+__all__ = ["Accelerator", "DeviceTensor", "TritonRun", "compose_config"]
