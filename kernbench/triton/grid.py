@@ -41,6 +41,4 @@ def assign(n_programs: int, n_pes: int, mapping: str) -> list[list[int]]:
     used = min(n_pes, n_programs)
     if mapping == "cyclic":
         return [list(range(i, n_programs, used)) for i in range(used)]
-    return [
-        list(range(i * n_programs // used, (i + 1) * n_programs // used)) for i in range(used)
-    ]
+    return [list(range(i * n_programs // used, (i + 1) * n_programs // used)) for i in range(used)]

@@ -47,26 +47,29 @@ if TYPE_CHECKING:
 
 TILE_ATTR = "kernbench.tile"
 
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Builder methods that move no data: the result shares its operand's tile.
-VIEWS = frozenset(
+VIEWS = _names(
     "create_reshape create_expand_dims create_broadcast create_trans create_splat "
-    "create_unsplat create_bitcast create_int_to_ptr create_ptr_to_int create_addptr".split()
+    "create_unsplat create_bitcast create_int_to_ptr create_ptr_to_int create_addptr"
 )
 # Builder methods that issue nothing at all (program model, constants, debugging).
-QUIET = frozenset(
-    "create_make_range create_print create_assert create_assume create_barrier".split()
-)
+QUIET = _names("create_make_range create_print create_assert create_assume create_barrier")
 # Builder methods kernbench cannot model: a clear error naming the op and kernel line.
-UNSUPPORTED = frozenset(
+UNSUPPORTED = _names(
     "create_atomic_cas create_atomic_rmw create_extern_elementwise create_inline_asm "
     "create_histogram create_gather create_dot_scaled create_make_tensor_descriptor "
     "create_descriptor_load create_descriptor_store create_descriptor_gather "
-    "create_descriptor_scatter".split()
+    "create_descriptor_scatter"
 )
 # Handled by the hook itself (memory, dot, program ids), never wrapped generically.
-SPECIAL = frozenset(
+SPECIAL = _names(
     "create_load create_store create_masked_load create_masked_store create_dot "
-    "create_get_program_id create_get_num_programs".split()
+    "create_get_program_id create_get_num_programs"
 )
 
 
