@@ -204,8 +204,8 @@ class TritonWorkloadConfig(WorkloadConfig):
     maker ``fn_case`` beside it. Each kernel reads the size keys it needs: ``size``
     (vector_add); ``rows``, ``cols`` (softmax, layer_norm; one program per row);
     ``m``, ``n``, ``k`` and ``block_m/n/k`` (matmul); ``num_heads``, ``num_kv_heads``,
-    ``seq_len``, ``head_dim`` (decode_attention). ``block_size`` is vector_add's block
-    and decode_attention's KV tile. Programs go to the first ``pes`` PEs by ``mapping``
+    ``seq_len``, ``head_dim`` (decode_attention, its KV tile is ``block_n`` tokens).
+    ``block_size`` is vector_add's block. Programs go to the first ``pes`` PEs by ``mapping``
     (``cyclic`` | ``block``); tensors are placed by ``placement`` (the runtime's
     ``DPPolicy.cube``: ``column_wise``, ``row_wise``, ``replicate``).
     """

@@ -121,16 +121,18 @@ class Accelerator:
         self.memory = FunctionalMemory()
         self.translator = Translator(self.system)
         self.tensors: list[DeviceTensor] = []
+        self.policy = DPPolicy()  # placement of tensors deployed without one
 
     # -- tensors --------------------------------------------------------------------------
     def tensor(self, data: torch.Tensor, policy: DPPolicy | None = None) -> DeviceTensor:
-        """Deploy ``data`` (a CPU tensor) under ``policy`` (default: the runtime's,
-        split over every PE) and write its bytes into device memory."""
+        """Deploy ``data`` (a CPU tensor) under ``policy`` (default ``self.policy``, the
+        runtime's ``DPPolicy()``: split over every PE) and write its bytes into device
+        memory."""
         dev = self._deploy(tuple(data.shape), data.dtype, policy)
         raw = data.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
         for copy in dev.views:
             for v in copy:
-                self._write_shard(v, raw, dev.element_size())
+                self._write_shard(v, raw, dev.element_size(), dev.nbytes)
         return dev
 
     def empty(
@@ -148,9 +150,10 @@ class Accelerator:
         elem = t.element_size()
         raw = np.zeros(t.nbytes, np.uint8)
         for v in t.views[0]:
-            dev = v.ptr + np.arange(0, v.nbytes, elem, dtype=np.int64)
-            pas = self.translator.pas(v.pe, dev)
-            raw[v.start : v.start + v.nbytes] = self.memory.read(pas, elem).reshape(-1)
+            n = _real_bytes(v, t.nbytes)
+            if n:
+                pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
+                raw[v.start : v.start + n] = self.memory.read(pas, elem).reshape(-1)
         return torch.from_numpy(raw).view(t.dtype).reshape(t.shape).clone()
 
     # -- launch ---------------------------------------------------------------------------
@@ -185,27 +188,30 @@ class Accelerator:
     def _deploy(
         self, shape: tuple[int, ...], dtype: torch.dtype, policy: DPPolicy | None
     ) -> DeviceTensor:
+        """Deploy through the runtime. Its shards split the bytes evenly, so the
+        allocation is padded to whole elements per shard (a shard boundary never cuts
+        an element); the padding is never addressable from the kernel."""
+        policy = policy or self.policy
         elem = torch.empty((), dtype=dtype).element_size()
         nbytes = math.prod(shape) * elem
-        rt = self.runtime.deploy(nbytes, policy or DPPolicy(), f"t{len(self.tensors)}")
+        quantum = elem * self._shards_per_copy(policy)
+        padded = -(-nbytes // quantum) * quantum
+        rt = self.runtime.deploy(padded, policy, f"t{len(self.tensors)}")
         views = shard_views(rt)
-        for copy in views:
-            for v in copy:
-                if v.start % elem:
-                    raise ValueError(
-                        f"tensor of {nbytes} bytes splits mid-element at byte {v.start} "
-                        f"over {len(copy)} PEs; use a size whose shards hold whole elements"
-                    )
         dev = DeviceTensor(rt, shape, dtype, self.window.add(nbytes, views), views)
         self.tensors.append(dev)
         return dev
 
-    def _write_shard(self, v: ShardView, raw: np.ndarray, elem: int) -> None:
-        if not v.nbytes:
-            return
-        dev = v.ptr + np.arange(0, v.nbytes, elem, dtype=np.int64)
-        pas = self.translator.pas(v.pe, dev)
-        self.memory.write(pas, raw[v.start : v.start + v.nbytes].reshape(-1, elem))
+    def _shards_per_copy(self, policy: DPPolicy) -> int:
+        if policy.cube == "replicate":
+            return self.system.cfg.topology.pes_per_cube
+        return len(self.runtime.pes(policy.pes))
+
+    def _write_shard(self, v: ShardView, raw: np.ndarray, elem: int, total: int) -> None:
+        n = _real_bytes(v, total)
+        if n:
+            pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
+            self.memory.write(pas, raw[v.start : v.start + n].reshape(-1, elem))
 
     def _convert(self, fn: Callable[..., Any], named: dict[str, Any]) -> dict[str, Any]:
         """Arguments as the interpreter wants them; device tensors become pointers."""
@@ -223,6 +229,11 @@ class Accelerator:
             else:
                 out[name] = hook.to_interpreter(value)
         return out
+
+
+def _real_bytes(v: ShardView, total: int) -> int:
+    """Bytes of shard ``v`` that hold the tensor (the rest is deploy padding)."""
+    return max(0, min(v.nbytes, total - v.start))
 
 
 def _pe_body(
