@@ -11,7 +11,12 @@ on these names of ``triton.runtime.interpreter`` and on nothing else:
 - ``ReduceOps.apply`` / ``ScanOps.apply``: reductions and scans (numpy, not the builder).
 - ``_patch_lang(fn)`` (returns a scope with ``restore()``): installs the interpreter's
   ``tl`` builtins for a kernel's globals, as ``GridExecutor`` does.
-- ``InterpretedFunction(fn).rewrite()``: the kernel body as the interpreter runs it;
+- ``InterpretedFunction(fn)``: ``rewrite()`` is the kernel body as the interpreter runs
+  it; calling it runs a ``@triton.jit`` helper (``tl.zeros``, ``tl.max``, a user's
+  device function). If ``triton`` was imported before ``TRITON_INTERPRET=1`` was set,
+  its helpers are ``JITFunction``s: during a launch ``JITFunction.__call__`` runs them
+  interpreted and the ``triton.knobs.runtime.interpret`` knob is on, as in
+  interpreter mode, so import order does not matter.
   ``GridExecutor(fn, names, grid).constexprs``: which arguments are constexpr;
   ``_implicit_cvt``: scalar arguments as ``tl`` tensors; ``_get_np_dtype``.
 
@@ -36,8 +41,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import triton
 import triton.language as tl
 from triton.runtime import interpreter as interp
+from triton.runtime.jit import JITFunction
 
 from kernbench.errors import KernBenchError
 from kernbench.topology.names import PeId
@@ -158,7 +165,10 @@ class Hook:
         names = [n for n in dir(type(builder)) if n.startswith("create_")]
         originals = {n: getattr(builder, n) for n in names}
         reduce_apply, scan_apply = interp.ReduceOps.apply, interp.ScanOps.apply
+        jit_call, knob = JITFunction.__call__, triton.knobs.runtime.interpret
         try:
+            JITFunction.__call__ = _call_interpreted
+            triton.knobs.runtime.interpret = True
             for n in names:
                 setattr(builder, n, self._wrap(n, originals[n]))
             interp.ReduceOps.apply = self._reduction("reduce", reduce_apply)
@@ -168,6 +178,7 @@ class Hook:
             for n in names:
                 delattr(builder, n)
             interp.ReduceOps.apply, interp.ScanOps.apply = reduce_apply, scan_apply
+            JITFunction.__call__, triton.knobs.runtime.interpret = jit_call, knob
             scope.restore()
 
     def _wrap(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
@@ -267,6 +278,11 @@ def unwrap_error(exc: BaseException) -> BaseException:
             return seen
         seen = seen.__cause__
     return exc
+
+
+def _call_interpreted(self: JITFunction, *args: Any, **kwargs: Any) -> Any:
+    """A ``@triton.jit`` helper called from a kernel, run by the interpreter."""
+    return interp.InterpretedFunction(self.fn)(*args, **kwargs)
 
 
 def _int32(value: int) -> Any:

@@ -13,8 +13,6 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 from kernbench.config.schema import TritonWorkloadConfig
 from kernbench.errors import ConfigError
 from kernbench.runtime.context import POLICIES, DPPolicy
@@ -60,6 +58,11 @@ def check(w: TritonWorkloadConfig) -> None:
 
 def run(system: System, w: TritonWorkloadConfig) -> dict[str, Any]:
     """Deploy the case's inputs, launch, and measure; the row with ``max_abs_error``."""
+    return run_case(system, w)[0]
+
+
+def run_case(system: System, w: TritonWorkloadConfig) -> tuple[dict[str, Any], Accelerator, Case]:
+    """:func:`run`, also returning the accelerator and the case (to inspect outputs)."""
     check(w)
     pes = w.pes if w.pes == "all" else int(w.pes)
     acc = Accelerator(system=system, pes=pes, mapping=w.mapping)
@@ -70,7 +73,7 @@ def run(system: System, w: TritonWorkloadConfig) -> dict[str, Any]:
         key, _, msg = str(exc).partition(": ")
         raise ConfigError(key, msg) from None
     res = acc.run(case.kernel, case.grid, *case.args, **case.kwargs)
-    return res.metrics | {"max_abs_error": max_abs_error(acc, case)}
+    return res.metrics | {"max_abs_error": max_abs_error(acc, case)}, acc, case
 
 
 def max_abs_error(acc: Accelerator, case: Case) -> float:
@@ -79,17 +82,3 @@ def max_abs_error(acc: Accelerator, case: Case) -> float:
         (acc.to_torch(t).double() - ref.double()).abs().max().item() for t, ref in case.expected
     ]
     return float(max(errors, default=0.0))
-
-
-def expected_close(acc: Accelerator, case: Case) -> bool:
-    """Whether every output matches torch at its dtype's default tolerance."""
-    return all(
-        torch.allclose(acc.to_torch(t), ref, **tolerance(ref.dtype)) for t, ref in case.expected
-    )
-
-
-def tolerance(dtype: torch.dtype) -> dict[str, float]:
-    """``torch.testing.assert_close``'s default rtol/atol for ``dtype``."""
-    table = {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5)}
-    rtol, atol = table.get(dtype, (1.3e-6, 1e-5))
-    return {"rtol": rtol, "atol": atol}
