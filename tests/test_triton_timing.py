@@ -1,0 +1,126 @@
+"""Simulated time of Triton kernels, worked out from the config (DESIGN §3.2, §10).
+
+One access of ``b`` bytes on a PE's own HBM: it starts when the PE's path is free,
+holds it ``b / (N x channel bandwidth)`` (n:1: one link of N channels; 1:1: b/N on each
+of N channels) and completes ``dma->router + router->HBM + HBM access`` latency later.
+Every command first costs its ADR-0064 dispatch on PE_CPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("triton")
+
+import torch  # noqa: E402
+
+from kernbench.commands import (  # noqa: E402
+    DmaReadCmd,
+    DmaStridedReadCmd,
+    DmaWriteCmd,
+    MathCmd,
+    Tile,
+)
+from kernbench.runtime import DPPolicy  # noqa: E402
+from kernbench.triton import Accelerator, kernels  # noqa: E402
+
+ONE_PE = DPPolicy("column_wise", 1)
+
+
+def one_pe(*overrides: str) -> Accelerator:
+    return Accelerator(["topology=small", *overrides], pes=1)
+
+
+def record_commands(acc: Accelerator) -> list:
+    """Every command PE 0's scheduler accepts, in order."""
+    sched = acc.system.pes[0].scheduler
+    seen, submit = [], sched.submit
+
+    def spy(cmd, now):
+        seen.append(cmd)
+        return submit(cmd, now)
+
+    sched.submit = spy
+    return seen
+
+
+def vector_add(acc: Accelerator, n: int, block: int):
+    xs, ys = torch.randn(n), torch.randn(n)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    grid = (-(-n // block),)
+    res = acc.run(kernels.vector_add, grid, x, y, out, n, BLOCK_SIZE=block)
+    assert torch.equal(acc.to_torch(out), xs + ys)
+    return res
+
+
+@pytest.mark.parametrize("mapping", ["n_to_one", "one_to_one"])
+@pytest.mark.parametrize("model", ["pa", "la"])
+def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping):
+    acc = one_pe(f"address={model}", f"channel_mapping={mapping}")
+    n = 4096  # one program: load x, load y, add, store; fp32
+    res = vector_add(acc, n, n)
+    topo = acc.system.cfg.topology
+    mm, links, pe, cost = topo.cube.memory_map, topo.links, topo.pe, topo.pe.attrs.pe_cost_model
+    bw = acc.system.graph.channels_per_pe * mm.hbm_channel_bw_gbs  # the PE's HBM bandwidth
+    drain = n * 4 / bw
+    latency = links.dma_router_latency_ns + links.router_hbm_latency_ns + mm.hbm_access_latency_ns
+    tile = Tile(0, (n,), 4)
+    dispatch_dma = cost.fixed_per_cmd_cycles + DmaReadCmd(0, 1, tile).logical_bytes * (
+        cost.byte_cycles_recip
+    )
+    dispatch_ns = dispatch_dma / cost.clock_freq_ghz
+    add_ns = n / (pe.math_elems_per_cycle * pe.clock_ghz)
+    # x starts after the first dispatch; y is dispatched before x leaves the path, so the
+    # two reads drain back to back; the add waits for y; the store (dispatched long
+    # before) waits for the add. Hence: one dispatch + 3 drains + 2 latencies + the add.
+    assert 2 * dispatch_ns <= dispatch_ns + drain  # y queues behind x (precondition)
+    expected = dispatch_ns + 2 * (drain + latency) + add_ns + drain
+    assert res.kernel_latency_ns == expected
+    assert res.metrics["bytes_moved"] == 3 * n * 4
+    cycles = 3 * dispatch_dma + cost.fixed_per_cmd_cycles
+    cycles += MathCmd("add", (tile, tile), tile).logical_bytes * cost.byte_cycles_recip
+    assert res.metrics["dispatch_cycles_total"] == cycles
+
+
+def test_a_masked_tail_moves_exactly_the_unmasked_bytes():
+    acc = one_pe("address=va")
+    seen = record_commands(acc)
+    n, block = 1500, 1024  # program 1 holds 476 live elements of 1024
+    res = vector_add(acc, n, block)
+    assert res.metrics["bytes_moved"] == 3 * n * 4
+    dma = [c for c in seen if isinstance(c, (DmaReadCmd, DmaWriteCmd))]
+    assert [c.nbytes for c in dma] == [block * 4] * 3 + [(n - block) * 4] * 3
+
+
+def test_a_fully_masked_block_moves_nothing():
+    acc = one_pe("address=pa")
+    seen = record_commands(acc)
+    n = 1024
+    x = acc.tensor(torch.randn(n), ONE_PE)
+    out = acc.empty_like(x)
+    res = acc.run(kernels.vector_add, (2,), x, x, out, 0, BLOCK_SIZE=n)  # n_elements = 0
+    assert res.metrics["bytes_moved"] == 0
+    assert [type(c) for c in seen] == [MathCmd, MathCmd]  # only the two programs' adds
+    assert torch.equal(acc.to_torch(out), torch.zeros(n))
+
+
+def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
+    acc = one_pe("address=la")
+    seen = record_commands(acc)
+    m = n = k = 64
+    a_host, b_host = torch.randn(m, k), torch.randn(k, n)
+    a, b = acc.tensor(a_host, ONE_PE), acc.tensor(b_host, ONE_PE)
+    c = acc.empty((m, n), torch.float32, ONE_PE)
+    blocks = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1}
+    strides = (*a.stride(), *b.stride(), *c.stride())
+    acc.run(kernels.matmul, (4,), a, b, c, m, n, k, *strides, **blocks)
+    torch.testing.assert_close(acc.to_torch(c), a_host @ b_host)
+    strided = [x for x in seen if isinstance(x, DmaStridedReadCmd)]
+    # per program: A tile 32 rows x 64 fp32 = 256 B, rows 256 B apart -> contiguous (one
+    # plain run of 8 KiB); B tile 64 rows x 32 fp32 = 128 B at a 256 B stride -> strided
+    assert [(x.rows, x.row_bytes, x.stride_bytes) for x in strided] == [(64, 128, 256)] * 4
+    plain = [x for x in seen if isinstance(x, DmaReadCmd)]
+    assert [x.nbytes for x in plain] == [32 * 64 * 4] * 4
+    # the strided descriptor's rows are DMA stages of the scheduler: bytes conserved
+    assert acc.system.pes[0].dma.bytes_moved == 4 * (32 * 64 * 4 + 64 * 32 * 4 + 32 * 32 * 4)
