@@ -18,6 +18,7 @@ from kernbench.commands import (  # noqa: E402
     DmaReadCmd,
     DmaStridedReadCmd,
     DmaWriteCmd,
+    GemmCmd,
     MathCmd,
     Tile,
 )
@@ -108,6 +109,14 @@ def test_a_fully_masked_block_moves_nothing():
 def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
     acc = one_pe("address=la")
     seen = record_commands(acc)
+    dma = acc.system.pes[0].dma
+    stages, resolve = [], dma._resolve
+
+    def spy(pe, addr, nbytes):
+        stages.append((addr, nbytes))
+        return resolve(pe, addr, nbytes)
+
+    dma._resolve = spy  # every DMA stage's device range, as the engine resolves it
     m = n = k = 64
     a_host, b_host = torch.randn(m, k), torch.randn(k, n)
     a, b = acc.tensor(a_host, ONE_PE), acc.tensor(b_host, ONE_PE)
@@ -122,5 +131,28 @@ def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
     assert [(x.rows, x.row_bytes, x.stride_bytes) for x in strided] == [(64, 128, 256)] * 4
     plain = [x for x in seen if isinstance(x, DmaReadCmd)]
     assert [x.nbytes for x in plain] == [32 * 64 * 4] * 4
-    # the strided descriptor's rows are DMA stages of the scheduler: bytes conserved
-    assert acc.system.pes[0].dma.bytes_moved == 4 * (32 * 64 * 4 + 64 * 32 * 4 + 32 * 32 * 4)
+    # the strided descriptor's rows are DMA stages of the scheduler, one per B row
+    b_lo = b.runtime.shard_ptr(0)
+    b_stages = [st for st in stages if b_lo <= st[0] < b_lo + k * n * 4]
+    b_rows = [(x.src_addr + r * 256, 128) for x in strided for r in range(64)]
+    assert sorted(b_stages) == sorted(b_rows)
+    assert dma.bytes_moved == 4 * (32 * 64 * 4 + 64 * 32 * 4 + 32 * 32 * 4)
+    # one K step: the GEMM starts the accumulator (tl.zeros is no command)
+    gemms = [x for x in seen if isinstance(x, GemmCmd)]
+    assert [(g.m, g.n, g.k, g.accumulate) for g in gemms] == [(32, 32, 64, False)] * 4
+
+
+def test_a_k_loop_accumulates_in_place():
+    acc = one_pe("address=pa")
+    seen = record_commands(acc)
+    m = n = 32
+    k = 96
+    a_host, b_host = torch.randn(m, k), torch.randn(k, n)
+    a, b = acc.tensor(a_host, ONE_PE), acc.tensor(b_host, ONE_PE)
+    c = acc.empty((m, n), torch.float32, ONE_PE)
+    blocks = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1}
+    acc.run(kernels.matmul, (1,), a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), **blocks)
+    torch.testing.assert_close(acc.to_torch(c), a_host @ b_host)
+    gemms = [x for x in seen if isinstance(x, GemmCmd)]
+    assert [g.accumulate for g in gemms] == [False, True, True]
+    assert len({g.out.id for g in gemms}) == 1  # acc = tl.dot(a, b, acc): one tile
