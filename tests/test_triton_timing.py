@@ -29,7 +29,7 @@ ONE_PE = DPPolicy("column_wise", 1)
 
 
 def one_pe(*overrides: str) -> Accelerator:
-    return Accelerator(["topology=small", *overrides], pes=1)
+    return Accelerator(["topology=small", "sim.oplog=true", *overrides], pes=1)
 
 
 def record_commands(acc: Accelerator) -> list:
@@ -137,6 +137,14 @@ def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
     b_rows = [(x.src_addr + r * 256, 128) for x in strided for r in range(64)]
     assert sorted(b_stages) == sorted(b_rows)
     assert dma.bytes_moved == 4 * (32 * 64 * 4 + 64 * 32 * 4 + 32 * 32 * 4)
+    # each GEMM waits for its B tile: it retires a GEMM's duration or more after the
+    # strided read before it (read-after-write on the tile the descriptor fills)
+    pe = acc.system.cfg.topology.pe
+    gemm_ns = 2 * 32 * 32 * 64 / (pe.gemm_flops_per_cycle * pe.clock_ghz)
+    retired = [(t, kind) for t, _, ev, _, kind in acc.system.oplog.entries if ev == "retire"]
+    b_done = [t for t, kind in retired if kind == "DmaStridedReadCmd"]
+    g_done = [t for t, kind in retired if kind == "GemmCmd"]
+    assert all(g >= b + gemm_ns for g, b in zip(g_done, b_done, strict=True))
     # one K step: the GEMM starts the accumulator (tl.zeros is no command)
     gemms = [x for x in seen if isinstance(x, GemmCmd)]
     assert [(g.m, g.n, g.k, g.accumulate) for g in gemms] == [(32, 32, 64, False)] * 4
