@@ -73,5 +73,7 @@ def test_kernels_issue_the_commands_their_ops_name():
     assert row["gemm_commands"] == 9 * 3
     assert row["math_commands"] == 0
     # softmax: per row 1 load, max, sub, exp, sum, div, 1 store
-    row, *_ = run("softmax", "address=pa", "workload.placement=replicate")
+    row, acc, case, _, _ = run("softmax", "address=pa", "workload.placement=replicate")
     assert (row["dma_commands"], row["math_commands"]) == (6 * 2, 6 * 5)
+    [(out, expected)] = case.expected
+    torch.testing.assert_close(acc.to_torch(out), expected)  # the output is one copy

@@ -83,8 +83,47 @@ def test_a_pointer_past_its_tensor_is_a_fault():
     acc = Accelerator(["topology=small", "address=va"], pes=1)
     x = acc.tensor(torch.randn(1000), ONE_PE)
     out = acc.empty_like(x)
+    # n = 1001: one element past the end (the guard page after the tensor is unmapped
+    # in the host window, so it would otherwise read silently)
     with pytest.raises(AddressFault, match=r"reads past the end of its device tensor \(4000"):
-        acc.run(kernels.vector_add, (1,), x, x, out, 1024, BLOCK_SIZE=1024)  # n too big
+        acc.run(kernels.vector_add, (1,), x, x, out, 1001, BLOCK_SIZE=1024)
+
+
+def test_shards_padded_to_whole_elements_round_trip():
+    acc = Accelerator(["topology=small", "address=la"])  # 4 PEs
+    xs = torch.randn(1001)  # 4004 B: shards of 1001 B would cut elements
+    x = acc.tensor(xs)
+    assert torch.equal(acc.to_torch(x), xs)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (1,), x, x, out, 1001, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + xs)
+
+
+@pytest.mark.parametrize("model", ["pa", "va"])  # PA: our copy choice; VA: the MMU's
+def test_replicated_inputs_are_read_from_the_own_cube(model):
+    acc = Accelerator(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
+    acc.policy = DPPolicy("replicate")
+    seen = []  # (executing PE, device address, owner PE of each request)
+    for unit in acc.system.pes:
+        resolve = unit.dma._resolve
+
+        def spy(pe, addr, nbytes, resolve=resolve):
+            requests, delay = resolve(pe, addr, nbytes)
+            seen.extend((pe, addr, acc.system.physical.owner(r[1])) for r in requests)
+            return requests, delay
+
+        unit.dma._resolve = spy
+    xs, ys = torch.randn(4096), torch.randn(4096)
+    x, y = acc.tensor(xs), acc.tensor(ys)
+    out = acc.empty_like(x)  # an output is split, not replicated
+    assert out.runtime.policy == DPPolicy("column_wise", "all")
+    acc.run(kernels.vector_add, (4,), x, y, out, 4096, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + ys)
+    stores = [(v.ptr, v.nbytes) for v in out.views[0]]  # every other access reads x or y
+    reads = [(pe, o) for pe, a, o in seen if not any(b <= a < b + n for b, n in stores)]
+    assert len(reads) == 4 * 2  # each program reads its x and y block (n:1: 1 request)
+    assert {pe.cube for pe, _ in reads} == {0, 1}  # both cubes' PEs ran programs
+    assert all(o.cube == pe.cube for pe, o in reads)  # each from its own cube's copy
 
 
 @triton.jit

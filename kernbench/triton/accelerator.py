@@ -138,11 +138,16 @@ class Accelerator:
     def empty(
         self, shape: Sequence[int], dtype: torch.dtype, policy: DPPolicy | None = None
     ) -> DeviceTensor:
-        """A deployed tensor of zeros (device memory reads 0 until written)."""
-        return self._deploy(tuple(shape), dtype, policy)
+        """A deployed tensor of zeros (device memory reads 0 until written), for outputs.
+
+        Default placement: ``self.policy``, split rather than replicated. A store goes
+        to the copy in the storing PE's cube only (copies are not kept coherent) and
+        :meth:`to_torch` reads the first copy, so an output should be one copy."""
+        return self._deploy(tuple(shape), dtype, policy or _one_copy(self.policy))
 
     def empty_like(self, t: DeviceTensor, policy: DPPolicy | None = None) -> DeviceTensor:
-        return self.empty(t.shape, t.dtype, policy or t.runtime.policy)
+        """:meth:`empty` with ``t``'s shape, dtype and placement (split if replicated)."""
+        return self.empty(t.shape, t.dtype, policy or _one_copy(t.runtime.policy))
 
     def to_torch(self, t: DeviceTensor) -> torch.Tensor:
         """The tensor's values as device memory holds them (its first copy)."""
@@ -229,6 +234,11 @@ class Accelerator:
             else:
                 out[name] = hook.to_interpreter(value)
         return out
+
+
+def _one_copy(policy: DPPolicy) -> DPPolicy:
+    """``policy``, with ``replicate`` replaced by one copy split over the same PEs."""
+    return policy if policy.cube != "replicate" else DPPolicy("column_wise", policy.pes)
 
 
 def _real_bytes(v: ShardView, total: int) -> int:
