@@ -48,3 +48,49 @@ def test_supported_ops_match_torch_and_issue_their_commands():
     torch.testing.assert_close(acc.to_torch(cum), xs.cumsum(dim=1))
     m = res.metrics
     assert (m["dma_commands"], m["math_commands"], m["gemm_commands"]) == (4, 5, 0)
+
+
+@triton.jit
+def tile_copy_kernel(src, dst, C: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    offs = rows[:, None] * C + cols[None, :]
+    scale = tl.num_programs(0) * 10 + tl.num_programs(1)  # a scalar: no command
+    tl.store(dst + offs, tl.load(src + offs) * scale)
+
+
+def test_a_2d_grid_gives_each_program_its_ids():
+    acc = Accelerator(["topology=small", "address=va"], mapping="block")
+    xs = torch.randn(32, 48)
+    x = acc.tensor(xs)
+    out = acc.empty_like(x)
+    res = acc.run(tile_copy_kernel, (4, 3), x, out, C=48, BM=8, BN=16)
+    assert torch.equal(acc.to_torch(out), xs * 43)
+    assert res.metrics["programs"] == 12
+    assert res.metrics["math_commands"] == 12  # the one multiply per program
+
+
+@triton.jit
+def batched_dot_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr):
+    i = tl.arange(0, B)[:, None, None] * M * M
+    r = tl.arange(0, M)[None, :, None] * M
+    c = tl.arange(0, M)[None, None, :]
+    a = tl.load(a_ptr + i + r + c)
+    b = tl.load(b_ptr + i + r + c)
+    tl.store(c_ptr + i + r + c, tl.dot(a, b))
+
+
+def test_a_batched_dot_is_one_gemm_with_the_batch_in_m():
+    acc = Accelerator(["topology=small", "address=pa"], pes=1)
+    policy = DPPolicy("column_wise", 1)
+    a_host, b_host = torch.randn(2, 16, 16), torch.randn(2, 16, 16)
+    a, b = acc.tensor(a_host, policy), acc.tensor(b_host, policy)
+    c = acc.empty((2, 16, 16), torch.float32, policy)
+    sched = acc.system.pes[0].scheduler
+    seen, submit = [], sched.submit
+    sched.submit = lambda cmd, now: seen.append(cmd) or submit(cmd, now)
+    acc.run(batched_dot_kernel, (1,), a, b, c, B=2, M=16)
+    torch.testing.assert_close(acc.to_torch(c), a_host @ b_host)
+    gemms = [(g.m, g.n, g.k) for g in seen if type(g).__name__ == "GemmCmd"]
+    assert gemms == [(2 * 16, 16, 16)]
