@@ -107,8 +107,11 @@ def run_job(
 
 def must_simulate(cfg: Any) -> bool:
     """A point whose output is more than its metrics row is never served from the
-    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed)."""
-    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False))
+    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed);
+    nor one running a user's Triton kernel (``workload.kernel=pkg.module:fn``), whose
+    source is not part of the cache key."""
+    user_kernel = ":" in str(getattr(cfg.workload, "kernel", ""))
+    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
 
 
 def _served(out_dir: Path, job: JobId, cfg: Any, metrics: dict[str, Any], wall_s: float) -> str:

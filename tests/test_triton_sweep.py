@@ -68,18 +68,25 @@ def scale_case(acc, w):
 
 def test_a_users_kernel_runs_by_import_path(tmp_path, run_app):
     (tmp_path / "mykernels.py").write_text(USER_MODULE)  # in the user's own environment
-    run = run_app(
+    run_args = (
         "topology=small",
         "workload=triton",
         "workload.kernel=mykernels:scale",
         "workload.size=1000",
         "workload.block_size=256",
     )
+    run = run_app(*run_args)
     assert run.returncode == 0, run.stderr
     [row] = run.ok_rows()
     assert row["max_abs_error"] == 0.0
     assert row["programs"] == 4  # ceil(1000 / 256)
     assert row["bytes_moved"] == 2 * 1000 * 4  # masked tail: only the live elements
+    # the user edits the kernel: the point runs again (their code is not in the cache key)
+    (tmp_path / "mykernels.py").write_text(USER_MODULE.replace("* factor", "* factor + 1.0"))
+    again = run_app(*run_args)
+    [row] = again.ok_rows()
+    assert row["cached"] is False
+    assert row["max_abs_error"] == 1.0  # the reference still says x * 3
     missing = run_app("topology=small", "workload=triton", "workload.kernel=mykernels:nope")
     assert missing.returncode == 1
     assert "workload.kernel: mykernels must define both 'nope' and its case function" in (
