@@ -168,26 +168,33 @@ class Accelerator:
         fn = hook.python_function(kernel)
         named = hook.bind_args(fn, args, kwargs)
         g = gridmap.grid3(grid(named) if callable(grid) else tuple(grid))
-        progs = gridmap.programs(g)
-        pes = self.runtime.pes(self.pes)
-        slots = gridmap.assign(len(progs), len(pes), self.mapping)
-        plan = [[progs[i] for i in slot] for slot in slots]
-        used = pes[: len(plan)]
+        plan, used = self._plan(g)
         lowering = Lowering(self.window, self.translator, self.memory)
         self.translator.forget()
         before = _snapshot(self.system, used)
         start = self.system.env.now
-        body = hook.rewritten(fn)
-        converted = self._convert(fn, named)
+        body, converted = hook.rewritten(fn), self._convert(fn, named)
         try:
             with hook.Hook(lowering, fn).installed():
                 ends = self.runtime.launch(_pe_body, used, body, converted, plan, used, g)
         except Exception as exc:
-            raise hook.unwrap_error(exc) from None
+            err = hook.unwrap_error(exc)  # a KernBench error under the interpreter's
+            if err is exc:
+                raise
+            raise err from None
         latency = max(ends.values()) - start
         row = _metrics(self.system, used, before, latency, lowering)
-        row |= {"programs": len(progs), "active_pe_count": len(used)}
+        row |= {"programs": math.prod(g), "active_pe_count": len(used)}
         return TritonRun(latency, row)
+
+    def _plan(self, g: gridmap.Grid3) -> tuple[list[list[gridmap.Grid3]], list[PeId]]:
+        """Program ids per PE slot, and the PEs that get programs."""
+        progs = gridmap.programs(g)
+        pes = self.runtime.pes(self.pes)
+        plan = [
+            [progs[i] for i in slot] for slot in gridmap.assign(len(progs), len(pes), self.mapping)
+        ]
+        return plan, pes[: len(plan)]
 
     # -- internals ------------------------------------------------------------------------
     def _deploy(
