@@ -110,7 +110,7 @@ def must_simulate(cfg: Any) -> bool:
     cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed);
     nor one running a user's Triton kernel (``workload.kernel=pkg.module:fn``), whose
     source is not part of the cache key."""
-    user_kernel = ":" in str(getattr(cfg.workload, "kernel", ""))
+    user_kernel = ":" in str(getattr(getattr(cfg, "workload", None), "kernel", ""))
     return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
 
 
