@@ -92,3 +92,25 @@ def test_a_users_kernel_runs_by_import_path(tmp_path, run_app):
     assert "workload.kernel: mykernels must define both 'nope' and its case function" in (
         missing.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("workload.block_m=48", "workload.block_m: 48 is not a power of two"),
+        ("workload.pes=5", "workload.pes: 5 is not 'all' nor a count in [1, 4]"),
+        ("workload.mapping=spiral", "workload.mapping: 'spiral' is not one of"),
+        ("workload.placement=diagonal", "workload.placement: 'diagonal' is not one of"),
+        ("workload.kernel=nosuch", "workload.kernel: 'nosuch' is not one of"),
+        ("workload.dtype=int32", "workload.dtype: 'int32' is not a torch floating dtype"),
+    ],
+)
+def test_bad_triton_keys_are_one_error_naming_the_key(override, message):
+    from kernbench import simulate
+    from kernbench.errors import ConfigError
+    from kernbench.triton.accelerator import compose_config
+
+    cfg = compose_config(["topology=small", override])
+    with pytest.raises(ConfigError) as err:
+        simulate.run(cfg)
+    assert str(err.value).startswith(message)

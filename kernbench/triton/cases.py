@@ -103,6 +103,9 @@ def decode_attention_case(acc: Accelerator, w: TritonWorkloadConfig) -> Case:
             f"workload.num_kv_heads = {w.num_kv_heads}"
         )
     group = w.num_heads // w.num_kv_heads
+    for key, value in (("num_heads / num_kv_heads", group), ("head_dim", w.head_dim)):
+        if value & (value - 1):
+            raise ValueError(f"workload.{key}: {value} is not a power of two (a tl.arange)")
     randn = _sampler(w)
     qs = randn(w.num_heads, w.head_dim)
     ks = randn(w.num_kv_heads, w.seq_len, w.head_dim)

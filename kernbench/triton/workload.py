@@ -46,14 +46,22 @@ def case_function(kernel: str) -> CaseFn:
     return case
 
 
-def check(w: TritonWorkloadConfig) -> None:
+# Keys that become a tl.arange length or a block shape: Triton needs powers of two.
+POWER_OF_TWO = ("block_size", "block_m", "block_n", "block_k")
+
+
+def check(w: TritonWorkloadConfig, n_pes: int) -> None:
     """The Triton workload's own keys (one error naming the key and the allowed values)."""
+    for key in POWER_OF_TWO:
+        value = getattr(w, key)
+        if value < 1 or value & (value - 1):
+            raise ConfigError(f"workload.{key}", f"{value} is not a power of two")
     if w.mapping not in MAPPINGS:
         raise ConfigError("workload.mapping", f"{w.mapping!r} is not one of {MAPPINGS}")
     if w.placement not in POLICIES:
         raise ConfigError("workload.placement", f"{w.placement!r} is not one of {POLICIES}")
-    if w.pes != "all" and (not str(w.pes).isdigit() or int(w.pes) < 1):
-        raise ConfigError("workload.pes", f"{w.pes!r} is not a count >= 1 or 'all'")
+    if w.pes != "all" and (not str(w.pes).isdigit() or not 1 <= int(w.pes) <= n_pes):
+        raise ConfigError("workload.pes", f"{w.pes!r} is not 'all' nor a count in [1, {n_pes}]")
 
 
 def run(system: System, w: TritonWorkloadConfig) -> dict[str, Any]:
@@ -63,7 +71,7 @@ def run(system: System, w: TritonWorkloadConfig) -> dict[str, Any]:
 
 def run_case(system: System, w: TritonWorkloadConfig) -> tuple[dict[str, Any], Accelerator, Case]:
     """:func:`run`, also returning the accelerator and the case (to inspect outputs)."""
-    check(w)
+    check(w, len(system.graph.pes))
     pes = w.pes if w.pes == "all" else int(w.pes)
     acc = Accelerator(system=system, pes=pes, mapping=w.mapping)
     acc.policy = DPPolicy(w.placement, pes)
