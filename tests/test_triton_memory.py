@@ -176,3 +176,14 @@ def test_without_the_extra_the_rest_works_and_the_import_says_what_to_install(tm
         .startswith(f"kernbench: error: workload: {INSTALL_HINT}")
     )
     assert bad.rows()[0]["status"] == "error"
+
+
+def test_leaving_the_accelerator_frees_its_tensors():
+    with Accelerator(["topology=small", "address=la"]) as acc:
+        x = acc.tensor(torch.randn(4096))
+        out = acc.empty_like(x)
+        acc.run(kernels.vector_add, (4,), x, x, out, 4096, BLOCK_SIZE=1024)
+        assert not x.runtime.freed
+    assert x.runtime.freed and out.runtime.freed
+    hbm = acc.system.memory[0].hbm
+    assert hbm.free_blocks == [(0, hbm.size)]  # every shard's HBM is back

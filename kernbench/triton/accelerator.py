@@ -123,6 +123,14 @@ class Accelerator:
         self.tensors: list[DeviceTensor] = []
         self.policy = DPPolicy()  # placement of tensors deployed without one
 
+    def __enter__(self) -> Accelerator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Free every device tensor (unmapped through the control plane)."""
+        self.tensors.clear()
+        self.runtime.__exit__(*exc)
+
     # -- tensors --------------------------------------------------------------------------
     def tensor(self, data: torch.Tensor, policy: DPPolicy | None = None) -> DeviceTensor:
         """Deploy ``data`` (a CPU tensor) under ``policy`` (default ``self.policy``, the
@@ -204,6 +212,7 @@ class Accelerator:
         allocation is padded to whole elements per shard (a shard boundary never cuts
         an element); the padding is never addressable from the kernel."""
         policy = policy or self.policy
+        self.translator.forget()  # a deploy may reuse addresses freed since the last one
         elem = torch.empty((), dtype=dtype).element_size()
         nbytes = math.prod(shape) * elem
         quantum = elem * self._shards_per_copy(policy)
