@@ -82,6 +82,15 @@ def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping):
     cycles = 3 * dispatch_dma + cost.fixed_per_cmd_cycles
     cycles += MathCmd("add", (tile, tile), tile).logical_bytes * cost.byte_cycles_recip
     assert res.metrics["dispatch_cycles_total"] == cycles
+    # busy time / latency: DMA holds x and y in flight back to back, then the store
+    util = {k: res.metrics[f"{k}_utilization"] for k in ("cpu", "dma", "gemm", "math")}
+    assert util == {
+        "cpu": cycles / cost.clock_freq_ghz / expected,
+        "dma": (3 * drain + 2 * latency) / expected,
+        "gemm": 0.0,
+        "math": add_ns / expected,
+    }
+    assert res.metrics["bottleneck"] == "dma"
 
 
 def test_a_masked_tail_moves_exactly_the_unmasked_bytes():

@@ -31,6 +31,7 @@ from kernbench.triton import grid as gridmap
 from kernbench.triton import hook
 from kernbench.triton.lowering import Lowering
 from kernbench.triton.memory import FunctionalMemory, HostWindow, ShardView, Translator, shard_views
+from kernbench.triton.metrics import launch_row, snapshot
 
 TL_DTYPES = {
     torch.float32: tl.float32,
@@ -179,7 +180,7 @@ class Accelerator:
         plan, used = self._plan(g)
         lowering = Lowering(self.window, self.translator, self.memory)
         self.translator.forget()
-        before = _snapshot(self.system, used)
+        before = snapshot(self.system, used)
         start = self.system.env.now
         body, converted = hook.rewritten(fn), self._convert(fn, named)
         try:
@@ -191,7 +192,7 @@ class Accelerator:
                 raise
             raise err from None
         latency = max(ends.values()) - start
-        row = _metrics(self.system, used, before, latency, lowering)
+        row = launch_row(self.system, used, before, latency, lowering)
         row |= {"programs": math.prod(g), "active_pe_count": len(used)}
         return TritonRun(latency, row)
 
@@ -276,35 +277,6 @@ def _pe_body(
     for pid in plan[slot]:
         hook.set_program(hook.Program(pes[slot], pid, grid))
         body(**args)
-
-
-def _snapshot(system: System, pes: list[PeId]) -> dict[str, float]:
-    """Cumulative per-PE counters before a launch (a system may run several)."""
-    units = [system.pes[p.index] for p in pes]
-    snap = {"bytes_moved": float(sum(u.dma.bytes_moved for u in units))}
-    snap["dispatch_cycles_total"] = float(sum(u.cpu.dispatch_cycles for u in units))
-    snap["cpu"] = float(sum(u.cpu.busy_ns for u in units))
-    for name in ("dma", "gemm", "math"):
-        snap[name] = float(sum(u.engines[name].busy_ns for u in units))
-    return snap
-
-
-def _metrics(
-    system: System, pes: list[PeId], before: dict[str, float], latency: float, low: Lowering
-) -> dict[str, Any]:
-    """The launch's row: latency, bytes, commands, dispatch, mean utilisation per unit."""
-    after = _snapshot(system, pes)
-    row: dict[str, Any] = {"kernel_latency_ns": latency, "sim_time_ns": latency}
-    row["bytes_moved"] = int(after["bytes_moved"] - before["bytes_moved"])
-    row["commands"] = sum(low.commands.values())
-    for kind, label in (("dma", "Dma"), ("gemm", "Gemm"), ("math", "Math")):
-        row[f"{kind}_commands"] = sum(n for k, n in low.commands.items() if k.startswith(label))
-    row["dispatch_cycles_total"] = after["dispatch_cycles_total"] - before["dispatch_cycles_total"]
-    for unit in ("cpu", "dma", "gemm", "math"):
-        busy = (after[unit] - before[unit]) / len(pes)
-        row[f"{unit}_utilization"] = busy / latency if latency > 0 else 0.0
-    row["bottleneck"] = max(("cpu", "dma", "gemm", "math"), key=lambda u: row[f"{u}_utilization"])
-    return row
 
 
 __all__ = ["Accelerator", "DeviceTensor", "TritonRun", "compose_config"]
