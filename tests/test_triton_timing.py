@@ -55,12 +55,20 @@ def vector_add(acc: Accelerator, n: int, block: int):
     return res
 
 
+@pytest.mark.parametrize("pes", [1, 2])
 @pytest.mark.parametrize("mapping", ["n_to_one", "one_to_one"])
 @pytest.mark.parametrize("model", ["pa", "la"])
-def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping):
-    acc = one_pe(f"address={model}", f"channel_mapping={mapping}")
-    n = 4096  # one program: load x, load y, add, store; fp32
-    res = vector_add(acc, n, n)
+def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping, pes):
+    """One program per PE on its own shard (2 PEs: the same, side by side)."""
+    acc = Accelerator(["topology=small", f"address={model}", f"channel_mapping={mapping}"])
+    acc.pes = pes
+    n = 4096  # per program: load x, load y, add, store; fp32
+    xs, ys = torch.randn(pes * n), torch.randn(pes * n)
+    policy = DPPolicy("column_wise", pes)
+    x, y = acc.tensor(xs, policy), acc.tensor(ys, policy)
+    out = acc.empty_like(x)
+    res = acc.run(kernels.vector_add, (pes,), x, y, out, pes * n, BLOCK_SIZE=n)
+    assert torch.equal(acc.to_torch(out), xs + ys)
     topo = acc.system.cfg.topology
     mm, links, pe, cost = topo.cube.memory_map, topo.links, topo.pe, topo.pe.attrs.pe_cost_model
     bw = acc.system.graph.channels_per_pe * mm.hbm_channel_bw_gbs  # the PE's HBM bandwidth
@@ -78,10 +86,10 @@ def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping):
     assert 2 * dispatch_ns <= dispatch_ns + drain  # y queues behind x (precondition)
     expected = dispatch_ns + 2 * (drain + latency) + add_ns + drain
     assert res.kernel_latency_ns == expected
-    assert res.metrics["bytes_moved"] == 3 * n * 4
+    assert res.metrics["bytes_moved"] == pes * 3 * n * 4
     cycles = 3 * dispatch_dma + cost.fixed_per_cmd_cycles
     cycles += MathCmd("add", (tile, tile), tile).logical_bytes * cost.byte_cycles_recip
-    assert res.metrics["dispatch_cycles_total"] == cycles
+    assert res.metrics["dispatch_cycles_total"] == pes * cycles
     # busy time / latency: DMA holds x and y in flight back to back, then the store
     util = {k: res.metrics[f"{k}_utilization"] for k in ("cpu", "dma", "gemm", "math")}
     assert util == {
