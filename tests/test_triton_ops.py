@@ -94,3 +94,22 @@ def test_a_batched_dot_is_one_gemm_with_the_batch_in_m():
     torch.testing.assert_close(acc.to_torch(c), a_host @ b_host)
     gemms = [(g.m, g.n, g.k) for g in seen if type(g).__name__ == "GemmCmd"]
     assert gemms == [(2 * 16, 16, 16)]
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def autotuned_double(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def test_an_autotuned_kernel_runs_with_its_meta_parameters_given():
+    acc = Accelerator(["topology=small"])
+    xs = torch.randn(100)
+    x = acc.tensor(xs)
+    res = acc.run(autotuned_double, (2,), x, 100, BLOCK=64)
+    assert torch.equal(acc.to_torch(x), xs * 2)
+    assert res.metrics["programs"] == 2
+    with pytest.raises(TypeError, match="is not a @triton.jit kernel"):
+        acc.run(len, (1,), x)

@@ -106,8 +106,11 @@ def set_program(program: Program) -> None:
 
 
 def python_function(kernel: Any) -> Callable[..., Any]:
-    """The Python function under a ``@triton.jit`` kernel (JIT or interpreted)."""
-    fn = getattr(kernel, "fn", kernel)
+    """The Python function under a ``@triton.jit`` kernel (JIT or interpreted), looking
+    through ``@triton.autotune`` / ``@triton.heuristics`` wrappers (their ``fn``)."""
+    fn = kernel
+    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
     if not inspect.isfunction(fn):
         raise TypeError(f"{kernel!r} is not a @triton.jit kernel")
     return fn
