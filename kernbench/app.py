@@ -118,8 +118,11 @@ def run_job(
 
 def must_simulate(cfg: Any) -> bool:
     """A point whose output is more than its metrics row is never served from the
-    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed)."""
-    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False))
+    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed);
+    nor one running a user's Triton kernel (``workload.kernel=pkg.module:fn``), whose
+    source is not part of the cache key."""
+    user_kernel = ":" in str(getattr(getattr(cfg, "workload", None), "kernel", ""))
+    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
 
 
 def _served(

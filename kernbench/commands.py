@@ -125,6 +125,46 @@ class DmaWriteCmd:
 
 
 @dataclass(slots=True)
+class DmaStridedReadCmd:
+    """A 2-D DMA descriptor: ``rows`` runs of ``row_bytes``, ``stride_bytes`` apart, from
+    device memory at ``src_addr`` into one local tile (a strided block of a Triton kernel,
+    e.g. a tile of a row-major matrix). PE_SCHEDULER moves each row as one DMA stage."""
+
+    src_addr: int
+    rows: int
+    row_bytes: int
+    stride_bytes: int
+    dst: Tile
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
+
+
+@dataclass(slots=True)
+class DmaStridedWriteCmd:
+    """The write twin of :class:`DmaStridedReadCmd`: a local tile to ``rows`` runs."""
+
+    src: Tile
+    dst_addr: int
+    rows: int
+    row_bytes: int
+    stride_bytes: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
+
+
+@dataclass(slots=True)
 class GemmCmd:
     """``out (+)= a @ b`` with a of shape (m, k) and b of shape (k, n)."""
 
@@ -198,4 +238,13 @@ class PeCpuOverheadCmd:
         return 0
 
 
-PeCommand = DmaReadCmd | DmaWriteCmd | GemmCmd | MathCmd | CompositeCmd | PeCpuOverheadCmd
+PeCommand = (
+    DmaReadCmd
+    | DmaWriteCmd
+    | DmaStridedReadCmd
+    | DmaStridedWriteCmd
+    | GemmCmd
+    | MathCmd
+    | CompositeCmd
+    | PeCpuOverheadCmd
+)

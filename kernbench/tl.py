@@ -58,6 +58,11 @@ def _ctx() -> KernelContext:
         raise RuntimeError("kernbench.tl ops run only inside a launched kernel") from None
 
 
+def emit(cmd: PeCommand) -> None:
+    """Issue a command built elsewhere (front ends such as ``kernbench.triton``)."""
+    _ctx().emit(cmd)
+
+
 def program_id(axis: int = 0) -> int:
     return _ctx().program_id[axis]
 

@@ -223,6 +223,45 @@ class GqaWorkloadConfig(WorkloadConfig):
 
 
 @dataclass
+class TritonWorkloadConfig(WorkloadConfig):
+    """A ``@triton.jit`` kernel on the model (DESIGN §10; needs the ``[triton]`` extra).
+
+    ``kernel`` names a shipped kernel (``vector_add``, ``softmax``, ``matmul``,
+    ``layer_norm``, ``decode_attention``) or a user's ``pkg.module:fn``, with its input
+    maker ``fn_case`` beside it. Each kernel reads the size keys it needs: ``size``
+    (vector_add); ``rows``, ``cols`` (softmax, layer_norm; one program per row);
+    ``m``, ``n``, ``k`` and ``block_m/n/k`` (matmul); ``num_heads``, ``num_kv_heads``,
+    ``seq_len``, ``head_dim`` (decode_attention, its KV tile is ``block_n`` tokens).
+    ``block_size`` is vector_add's block. Programs go to the first ``pes`` PEs by ``mapping``
+    (``cyclic`` | ``block``); tensors are placed by ``placement`` (the runtime's
+    ``DPPolicy.cube``: ``column_wise``, ``row_wise``, ``replicate``).
+    """
+
+    name: str = "triton"
+    kernel: str = "vector_add"
+    dtype: str = "float32"
+    size: int = 98432
+    block_size: int = 1024
+    rows: int = 64
+    cols: int = 1000
+    m: int = 256
+    n: int = 256
+    k: int = 256
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 32
+    num_heads: int = 8
+    num_kv_heads: int = 2
+    seq_len: int = 1024
+    head_dim: int = 64
+    # A count of PEs, or the string "all".
+    pes: Any = "all"
+    mapping: str = "cyclic"
+    placement: str = "column_wise"
+    seed: int = 0
+
+
+@dataclass
 class SimConfig:
     """How the simulation is driven and what it records (not part of the model)."""
 

@@ -32,7 +32,12 @@ from pathlib import Path
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
-from kernbench.config.schema import GqaWorkloadConfig, KernBenchConfig, StreamWorkloadConfig
+from kernbench.config.schema import (
+    GqaWorkloadConfig,
+    KernBenchConfig,
+    StreamWorkloadConfig,
+    TritonWorkloadConfig,
+)
 
 ROOT_SCHEMA = "kernbench_schema"
 EXPERIMENT_GROUP = "experiment"
@@ -44,6 +49,7 @@ _HEADER = re.compile(r"^#\s*@package\s+(\S+)")
 WORKLOAD_SCHEMAS: dict[str, type] = {
     "base_stream": StreamWorkloadConfig,
     "base_gqa": GqaWorkloadConfig,
+    "base_triton": TritonWorkloadConfig,
 }
 
 

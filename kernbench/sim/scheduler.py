@@ -19,6 +19,8 @@ from collections.abc import Callable
 from kernbench.commands import (
     CompositeCmd,
     DmaReadCmd,
+    DmaStridedReadCmd,
+    DmaStridedWriteCmd,
     DmaWriteCmd,
     GemmCmd,
     MathCmd,
@@ -100,6 +102,9 @@ class PeScheduler:
         if kind is CompositeCmd:
             self._submit_composite(cmd, job, now)  # type: ignore[arg-type]
             return job
+        if kind is DmaStridedReadCmd or kind is DmaStridedWriteCmd:
+            self._submit_strided(cmd, job, now)  # type: ignore[arg-type]
+            return job
         # A primitive command is one stage, gated by its hazards. The DMA kinds (one
         # per stream access) are spelled out: this is the simulator's hottest path.
         if kind is DmaReadCmd:
@@ -140,6 +145,28 @@ class PeScheduler:
             self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
         for eng in self.engines.values():
             eng.pump(now)
+
+    def _submit_strided(
+        self, cmd: DmaStridedReadCmd | DmaStridedWriteCmd, job: Job, now: float
+    ) -> None:
+        """A 2-D DMA descriptor: one DMA stage per row (generated, so no dispatch cost),
+        all gated by the tile hazards of the one tile it reads or writes."""
+        if isinstance(cmd, DmaStridedReadCmd):
+            direction, base, tile = READ, cmd.src_addr, cmd.dst
+        else:
+            direction, base, tile = WRITE, cmd.dst_addr, cmd.src
+        blockers = self._dma_hazards(tile.id, job, direction == READ)
+        job.stages_left = cmd.rows
+        for r in range(cmd.rows):
+            addr = base + r * cmd.stride_bytes
+            stage = Stage(self.dma, job, 0.0, direction, addr, cmd.row_bytes)  # type: ignore[arg-type]
+            stage.deps_left += len(blockers)
+            for b in blockers:
+                b.waiters.append(stage)
+            self.dma.fifo.append(stage)  # type: ignore[union-attr]
+        if self.oplog is not None:
+            self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
+        self.dma.pump(now)  # type: ignore[union-attr]
 
     def stage_done(self, stage: Stage, now: float) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""

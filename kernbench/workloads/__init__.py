@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.sim.system import System
-from kernbench.workloads import gqa, stream
+from kernbench.workloads import gqa, stream, triton
 
 Workload = Callable[[System, Any], dict[str, Any]]
 
@@ -14,4 +14,5 @@ WORKLOADS: dict[str, Workload] = {
     "stream": stream.run,
     "gqa_opt2": gqa.run,
     "gqa_opt3": gqa.run,
+    "triton": triton.run,
 }

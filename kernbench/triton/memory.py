@@ -1,0 +1,165 @@
+"""Functional memory: device tensors' bytes by physical address (DESIGN §10).
+
+In the spirit of ADR-0013's PA tagging, a device tensor's bytes live at the PAs the
+address model gives its shards, and every load and store of a kernel reaches them
+through the same translation PE_DMA uses for timing: host pointer -> tensor byte ->
+device address in the run's space (PA, VA or LA) -> PA via the model's ``resolve``
+(MMU page table, BAAW segment, the 1:1 channel interleave). So a wrong mapping gives
+a wrong *value*, not only a wrong time.
+
+- :class:`HostWindow`: the host addresses kernels see. Each device tensor gets its
+  own page-aligned range with an unmapped guard page after it; kernel pointers are
+  these addresses (``data_ptr()``), so Triton's pointer arithmetic is unchanged.
+- :class:`Translator`: host address -> device address (per PE: a replicated tensor
+  is read from the copy in the PE's own cube) -> PA. PAs are resolved once per
+  translation chunk (``min(page_size, interleave_bytes)``, inside which every model
+  maps linearly) with a one-byte ``resolve``, cached per launch.
+- :class:`FunctionalMemory`: sparse 4 KiB pages keyed by PA, zero until written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernbench.errors import AddressFault
+from kernbench.runtime.context import Tensor
+from kernbench.sim.system import System
+from kernbench.topology.names import PeId
+
+HOST_BASE = 0x7E00_0000_0000
+HOST_ALIGN = 4096
+PAGE_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class ShardView:
+    """One shard of one copy: tensor bytes ``[start, start+nbytes)`` at device ``ptr``."""
+
+    start: int
+    nbytes: int
+    ptr: int
+    pe: PeId
+
+
+def shard_views(tensor: Tensor) -> list[list[ShardView]]:
+    """The tensor's copies (one per cube under ``replicate``, else one), each its shards
+    in order, from the runtime's public ``shards`` and ``shard_ptr``."""
+    copies: dict[object, list[ShardView]] = {}
+    replicate = tensor.policy.cube == "replicate"
+    for i, s in enumerate(tensor.shards):
+        key = (s.pe.sip, s.pe.cube) if replicate else 0
+        views = copies.setdefault(key, [])
+        start = views[-1].start + views[-1].nbytes if views else 0
+        views.append(ShardView(start, s.nbytes, tensor.shard_ptr(i), s.pe))
+    return list(copies.values())
+
+
+class HostWindow:
+    """Host address ranges of device tensors, for pointer -> tensor lookup."""
+
+    def __init__(self) -> None:
+        self._bases: list[int] = []
+        self._items: list[tuple[int, int, list[list[ShardView]]]] = []  # base, nbytes, views
+        self._next = HOST_BASE
+
+    def add(self, nbytes: int, views: list[list[ShardView]]) -> int:
+        """A fresh host range for a tensor of ``nbytes`` (and a guard page after it)."""
+        base = self._next
+        self._next += -(-max(nbytes, 1) // HOST_ALIGN) * HOST_ALIGN + HOST_ALIGN
+        self._bases.append(base)
+        self._items.append((base, nbytes, views))
+        return base
+
+    def locate(
+        self, addrs: np.ndarray
+    ) -> Iterator[tuple[list[list[ShardView]], int, int, np.ndarray]]:
+        """Per device tensor the pointers fall in: ``(views, base, nbytes, indices)``."""
+        which = np.searchsorted(np.array(self._bases, np.int64), addrs, side="right") - 1
+        if which.min() < 0:
+            bad = int(addrs[np.argmin(which)])
+            raise AddressFault(f"pointer {bad:#x} is outside every device tensor")
+        for k in np.unique(which):
+            base, nbytes, views = self._items[int(k)]
+            yield views, base, nbytes, np.flatnonzero(which == k)
+
+
+class Translator:
+    """Tensor byte offsets -> device addresses -> PAs, as the executing PE sees them."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        mm = system.cfg.topology.cube.memory_map
+        self.chunk = min(system.cfg.topology.pe_mmu.page_size, mm.interleave_bytes)
+        self._pa_of_chunk: dict[tuple[int, int], int] = {}
+
+    def device_addrs(
+        self, views: list[list[ShardView]], pe: PeId, offsets: np.ndarray
+    ) -> np.ndarray:
+        """Device addresses of tensor byte ``offsets`` in the copy ``pe`` reads."""
+        copy = _copy_for(views, pe)
+        starts = np.array([v.start for v in copy], dtype=np.int64)
+        ptrs = np.array([v.ptr for v in copy], dtype=np.int64)
+        idx = np.searchsorted(starts, offsets, side="right") - 1
+        return ptrs[idx] + (offsets - starts[idx])
+
+    def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
+        """PA of every device address in ``dev``, through the address model."""
+        keys = dev // self.chunk
+        uniq, inv = np.unique(keys, return_inverse=True)
+        bases = np.array([self._chunk_pa(pe, int(k) * self.chunk) for k in uniq], np.int64)
+        return bases[inv.reshape(-1)] + dev % self.chunk
+
+    def forget(self) -> None:
+        """Drop cached translations (mappings may have changed since)."""
+        self._pa_of_chunk.clear()
+
+    def _chunk_pa(self, pe: PeId, addr: int) -> int:
+        key = (pe.index, addr)
+        pa = self._pa_of_chunk.get(key)
+        if pa is None:
+            requests, _ = self.system.address.resolve(pe, addr, 1)
+            pa = self._pa_of_chunk[key] = requests[0][1]
+        return pa
+
+
+def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
+    """The copy in ``pe``'s cube if there is one (replicate), else the first."""
+    for copy in views:
+        if any((v.pe.sip, v.pe.cube) == (pe.sip, pe.cube) for v in copy):
+            return copy
+    return views[0]
+
+
+class FunctionalMemory:
+    """Device memory contents by PA, in sparse zero-initialised pages."""
+
+    def __init__(self) -> None:
+        self._pages: dict[int, np.ndarray] = {}
+
+    def read(self, pas: np.ndarray, elem_bytes: int) -> np.ndarray:
+        """The ``elem_bytes`` bytes at each PA, shape ``(len(pas), elem_bytes)``."""
+        stacked, _, inv, cols = self._gather(pas, elem_bytes)
+        return stacked[inv[:, None], cols]
+
+    def write(self, pas: np.ndarray, data: np.ndarray) -> None:
+        """Store row ``i`` of ``data`` (uint8, ``(len(pas), elem_bytes)``) at ``pas[i]``;
+        the last write to a byte wins, as element order in a Triton store."""
+        stacked, pages, inv, cols = self._gather(pas, data.shape[1])
+        stacked[inv[:, None], cols] = data
+        for row, page in zip(stacked, pages, strict=True):
+            self._pages[page] = row
+
+    def _gather(self, pas: np.ndarray, elem_bytes: int):  # noqa: ANN202 (internal)
+        """The touched pages stacked (a copy), their ids, each PA's row and byte columns."""
+        offs = pas % PAGE_BYTES
+        if np.any(offs + elem_bytes > PAGE_BYTES):
+            raise AddressFault(f"an element of {elem_bytes} bytes crosses a {PAGE_BYTES} B page")
+        pages, inv = np.unique(pas // PAGE_BYTES, return_inverse=True)
+        ids = [int(p) for p in pages]
+        zero = np.zeros(PAGE_BYTES, np.uint8)
+        stacked = np.stack([self._pages.get(p, zero) for p in ids])
+        cols = offs[:, None] + np.arange(elem_bytes)
+        return stacked, ids, inv.reshape(-1), cols

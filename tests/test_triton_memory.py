@@ -1,0 +1,189 @@
+"""Functional memory: values travel through the address translation, so a wrong mapping
+is a wrong value; bad pointers, unsupported ops and a missing extra fail clearly."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from kernbench.errors import AddressFault  # noqa: E402
+from kernbench.runtime import DPPolicy  # noqa: E402
+from kernbench.triton import INSTALL_HINT, Accelerator, UnsupportedOp, kernels  # noqa: E402
+
+ONE_PE = DPPolicy("column_wise", 1)
+N = 2048  # fp32: 8 KiB = 2 pages of 4 KiB = 4 interleave stripes of 8 x 256 B
+
+
+def add_on_pe0(acc: Accelerator, corrupt=None):
+    """x + y on PE 0 with ``corrupt(acc, x)`` applied to x's mapping after deploy."""
+    xs, ys = torch.randn(N), torch.randn(N)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    if corrupt is not None:
+        corrupt(acc, x)
+    acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+    return xs, ys, acc.to_torch(out)
+
+
+def swap_va_pages(acc: Accelerator, x) -> None:
+    """PE 0's MMU maps x's two pages to each other's frames."""
+    mmu = acc.system.address.mmus[0]
+    va = x.runtime.shard_ptr(0)
+    pa0, pa1 = mmu.translate(va), mmu.translate(va + 4096)
+    mmu.unmap(va, 8192)
+    mmu.map(va, pa1, 4096)
+    mmu.map(va + 4096, pa0, 4096)
+
+
+def swap_la_channels(acc: Accelerator, x) -> None:
+    """x's BAAW segment on PE 0 with the PA bases of channels 0 and 1 exchanged."""
+    baaw = acc.system.address.baaws[0]
+    la = x.runtime.shard_ptr(0)
+    seg = baaw.lookup(la)
+    bases = list(seg.pa_bases)
+    bases[0], bases[1] = bases[1], bases[0]
+    baaw.uninstall(la)
+    baaw.install(dataclasses.replace(seg, pa_bases=tuple(bases)))
+
+
+def test_values_are_right_through_a_correct_mapping():
+    for model in ("pa", "va", "la"):
+        acc = Accelerator(["topology=small", f"address={model}", "channel_mapping=one_to_one"])
+        xs, ys, out = add_on_pe0(acc)
+        assert torch.equal(out, xs + ys)
+
+
+def test_a_corrupted_page_mapping_gives_wrong_values():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    xs, ys, out = add_on_pe0(acc, swap_va_pages)
+    assert not torch.allclose(out, xs + ys)
+    # exactly what the swapped pages hold: x's second page first
+    assert torch.equal(out, torch.cat([xs[1024:], xs[:1024]]) + ys)
+
+
+def test_a_corrupted_channel_interleave_gives_wrong_values():
+    acc = Accelerator(["topology=small", "address=la", "channel_mapping=one_to_one"], pes=1)
+    xs, ys, out = add_on_pe0(acc, swap_la_channels)
+    assert not torch.allclose(out, xs + ys)
+    # granules (64 fp32) 0 and 1 of every 8-granule stripe trade places
+    order = [1, 0, 2, 3, 4, 5, 6, 7]
+    assert torch.equal(out, xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+def test_a_pointer_past_its_tensor_is_a_fault():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    x = acc.tensor(torch.randn(1000), ONE_PE)
+    out = acc.empty_like(x)
+    # n = 1001: one element past the end (the guard page after the tensor is unmapped
+    # in the host window, so it would otherwise read silently)
+    with pytest.raises(AddressFault, match=r"reads past the end of its device tensor \(4000"):
+        acc.run(kernels.vector_add, (1,), x, x, out, 1001, BLOCK_SIZE=1024)
+
+
+def test_shards_padded_to_whole_elements_round_trip():
+    acc = Accelerator(["topology=small", "address=la"])  # 4 PEs
+    xs = torch.randn(1001)  # 4004 B: shards of 1001 B would cut elements
+    x = acc.tensor(xs)
+    assert torch.equal(acc.to_torch(x), xs)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (1,), x, x, out, 1001, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + xs)
+
+
+@pytest.mark.parametrize("model", ["pa", "va"])  # PA: our copy choice; VA: the MMU's
+def test_replicated_inputs_are_read_from_the_own_cube(model):
+    acc = Accelerator(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
+    acc.policy = DPPolicy("replicate")
+    seen = []  # (executing PE, device address, owner PE of each request)
+    for unit in acc.system.pes:
+        resolve = unit.dma._resolve
+
+        def spy(pe, addr, nbytes, resolve=resolve):
+            requests, delay = resolve(pe, addr, nbytes)
+            seen.extend((pe, addr, acc.system.physical.owner(r[1])) for r in requests)
+            return requests, delay
+
+        unit.dma._resolve = spy
+    xs, ys = torch.randn(4096), torch.randn(4096)
+    x, y = acc.tensor(xs), acc.tensor(ys)
+    out = acc.empty_like(x)  # an output is split, not replicated
+    assert out.runtime.policy == DPPolicy("column_wise", "all")
+    acc.run(kernels.vector_add, (4,), x, y, out, 4096, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + ys)
+    stores = [(v.ptr, v.nbytes) for v in out.views[0]]  # every other access reads x or y
+    reads = [(pe, o) for pe, a, o in seen if not any(b <= a < b + n for b, n in stores)]
+    assert len(reads) == 4 * 2  # each program reads its x and y block (n:1: 1 request)
+    assert {pe.cube for pe, _ in reads} == {0, 1}  # both cubes' PEs ran programs
+    assert all(o.cube == pe.cube for pe, o in reads)  # each from its own cube's copy
+
+
+@triton.jit
+def histogram_kernel(x_ptr, counts_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.atomic_add(counts_ptr + x, 1)
+
+
+def test_an_unsupported_op_names_the_op_and_the_kernel_line():
+    acc = Accelerator(["topology=small"], pes=1)
+    x = acc.tensor(torch.zeros(16, dtype=torch.int32))
+    counts = acc.tensor(torch.zeros(16, dtype=torch.int32))
+    with pytest.raises(UnsupportedOp) as err:
+        acc.run(histogram_kernel, (1,), x, counts, BLOCK=16)
+    msg = str(err.value)
+    assert msg.startswith("atomic_rmw is not supported by kernbench.triton")
+    assert "kernel histogram_kernel" in msg and "tl.atomic_add(counts_ptr + x, 1)" in msg
+    line = histogram_kernel.fn.__code__.co_firstlineno + 4  # the atomic_add line
+    assert f"test_triton_memory.py:{line}:" in msg
+
+
+def test_a_host_tensor_argument_says_to_deploy_it():
+    acc = Accelerator(["topology=small"])
+    x = acc.tensor(torch.randn(8))
+    with pytest.raises(TypeError, match="argument 'y_ptr' is a host torch tensor"):
+        acc.run(kernels.vector_add, (1,), x, torch.randn(8), x, 8, BLOCK_SIZE=8)
+
+
+BLOCKED = "raise ImportError('No module named triton (blocked for this test)')\n"
+
+
+def test_without_the_extra_the_rest_works_and_the_import_says_what_to_install(tmp_path, run_app):
+    (tmp_path / "triton").mkdir()
+    (tmp_path / "triton" / "__init__.py").write_text(BLOCKED)  # shadows the real triton
+    probe = "import kernbench.triton"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    assert f"ImportError: {INSTALL_HINT}" in proc.stderr
+    ok = run_app("topology=small", "workload.bytes_per_pe=65536")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.ok_rows()[0]["bytes_moved"] == 4 * 65536
+    bad = run_app("topology=small", "workload=triton")
+    assert bad.returncode == 1
+    assert (
+        bad.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"kernbench: error: workload: {INSTALL_HINT}")
+    )
+    assert bad.rows()[0]["status"] == "error"
+
+
+def test_leaving_the_accelerator_frees_its_tensors():
+    with Accelerator(["topology=small", "address=la"]) as acc:
+        x = acc.tensor(torch.randn(4096))
+        out = acc.empty_like(x)
+        acc.run(kernels.vector_add, (4,), x, x, out, 4096, BLOCK_SIZE=1024)
+        assert not x.runtime.freed
+    assert x.runtime.freed and out.runtime.freed
+    hbm = acc.system.memory[0].hbm
+    assert hbm.free_blocks == [(0, hbm.size)]  # every shard's HBM is back
