@@ -105,3 +105,26 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
         "ok",
     ]
     assert (sweep / ".hydra" / "points.yaml").is_file()  # written by the kernbench sweeper
+
+
+COMPOSE_ELSEWHERE = """
+from hydra import compose, initialize_config_dir
+from kernbench.config.store import conf_dir, register_configs
+register_configs()
+with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+    cfg = compose(config_name="config", overrides=["topology=small"], return_hydra_config=True)
+print(cfg.hydra.sweeper._target_)
+"""
+
+
+def test_a_script_outside_the_checkout_composes_the_config(tmp_path):
+    """A user's script or notebook composes kernbench's config from any directory: the
+    config selects ``hydra/sweeper: kernbench``, so the plugin must be found although the
+    editable install hides it from Hydra's scan unless Python runs in the checkout."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-c", COMPOSE_ELSEWHERE], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("KernbenchSweeper")
