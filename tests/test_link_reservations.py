@@ -32,8 +32,10 @@ def test_two_100_byte_reads_back_to_back_end_at_a_fractional_time():
     assert ends == {0: hold + one} == {0: 46.78125}
 
 
+# Many PEs onto two targets, close together: requests queue on shared links and leave
+# idle stretches (holes) that later requests of other sizes try to fill.
 requests = st.lists(
-    st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 1 << 16), st.floats(0, 500)),
+    st.tuples(st.integers(0, 15), st.integers(0, 1), st.integers(1, 1 << 16), st.floats(0, 50)),
     min_size=1,
     max_size=40,
 )
