@@ -65,6 +65,18 @@ def test_workload_key_is_checked_against_the_chosen_workload():
     check_overrides(["+experiment=dispatch_ratio", "workload.seq_tokens=4096"])  # preset picks
 
 
+def test_a_traffic_case_fits_the_stream_only():
+    """``traffic=`` sets stream keys (pattern, active PEs): with a GQA workload it is one
+    line naming the key it sets, before Hydra's four-line composition error."""
+    with pytest.raises(UsageError) as info:
+        check_overrides(["workload=gqa_opt2", "traffic=hotspot"])
+    assert str(info.value).startswith(
+        "traffic=hotspot sets workload.pattern: not a key of workload gqa_opt2"
+    )
+    check_overrides(["traffic=hotspot,local"])
+    check_overrides(["workload=stream", "traffic=uniform"])
+
+
 GOOD = [
     ["workload.access_bytes=1024,4096", "channel_mapping=one_to_one,n_to_one"],
     ["+experiment=bw_equivalence", "hydra/launcher=basic", "hydra.sweep.dir=x"],

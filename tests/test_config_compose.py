@@ -269,6 +269,15 @@ def test_bw_equivalence_grid_is_design_section_5(compose_cfg):
         }[case]
 
 
+def test_a_traffic_case_is_chosen_without_plus(compose_cfg):
+    """``traffic`` is an optional group of the primary config (none by default): a plain
+    run picks a case with ``traffic=``, and it sets what the two keys would."""
+    assert compose_cfg().workload.pattern.value == "local"
+    case = compose_cfg("traffic=uniform_one").workload
+    keys = compose_cfg("workload.pattern=uniform", "workload.active_pes=1").workload
+    assert (case.pattern, str(case.active_pes)) == (keys.pattern, str(keys.active_pes))
+
+
 def test_dispatch_ratio_grid_is_design_section_5(compose_cfg):
     params = sweep_params(compose_cfg, "dispatch_ratio")
     model = "topology.pe.attrs.pe_cost_model."

@@ -57,6 +57,7 @@ def check_overrides(overrides: Sequence[str]) -> None:
             continue
         if name in group_options():
             _check_group(override)
+            _check_group_keys(override, workloads)
         elif not override.is_add() and not override.is_force_add():
             _check_key(override, workloads)
 
@@ -105,6 +106,30 @@ def _check_group(override: Override) -> None:
             raise UsageError(
                 f"{group}={value}: no such option; {group} options: {', '.join(options)}{hint}"
             )
+
+
+def _check_group_keys(override: Override, workloads: list[str] | None) -> None:
+    """An option that sets workload keys (``traffic=hotspot``: ``# @package workload``)
+    fits only workloads that have those keys."""
+    group = override.key_or_group
+    if not workloads or group == "workload":
+        return
+    for value in _values(override):
+        for name in _workload_keys_set_by(group, str(value)):
+            try:
+                _check_workload_key(name, workloads)
+            except UsageError as exc:
+                raise UsageError(f"{group}={value} sets {exc}") from None
+
+
+@cache
+def _workload_keys_set_by(group: str, option: str) -> tuple[str, ...]:
+    """The ``workload.*`` keys a group option's YAML sets (none unless it is
+    ``# @package workload``)."""
+    path = Path(conf_dir()) / group / f"{option}.yaml"
+    if not path.is_file() or "# @package workload" not in path.read_text().splitlines()[0]:
+        return ()
+    return tuple(f"workload.{k}" for k in OmegaConf.load(path) if k != "defaults")
 
 
 def _chosen_workloads(parsed: list[Override]) -> list[str] | None:
