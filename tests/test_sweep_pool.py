@@ -8,6 +8,7 @@ would) on one point and runs the real ``run_job`` on the others.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -53,6 +54,7 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
     assert [[p.num for p in c.points] for c in chunks] == [[0, 1], [2, 3], [4]]
     results = {}
     run_chunks(chunks, 2, lambda r: results.__setitem__(r.num, r), None, None)
+    assert gc.get_freeze_count() == 0  # frozen for the workers' fork only, then thawed
 
     assert sorted(results) == [0, 1, 2, 3, 4]  # every point reported exactly once
     assert {n: r.status for n, r in results.items()} == {
