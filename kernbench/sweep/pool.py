@@ -8,7 +8,7 @@ in completion order, to a callback in the parent. The parent's objects are froze
 of the garbage collector (``gc.freeze``) while workers run, as Python's ``gc`` docs
 advise before a fork: a worker's full collection would otherwise walk (and, writing
 their headers, copy) every object it inherited, about 40 ms each time here. Measured on
-``dispatch_ratio``: its 50 simulations took 0.25 s in all instead of 0.6 s.
+``dispatch_ratio``: its 50 simulations took 0.26-0.30 s in all instead of 0.36-0.43 s.
 
 A worker that dies (killed, out of memory, a crash in native code) breaks the pool and
 every chunk in flight. Those chunks are then rerun one point at a time in a fresh
