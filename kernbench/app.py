@@ -85,21 +85,24 @@ def run_job(
     job = job or JobId()
     start = time.perf_counter()
     typed: Any = cfg
-    key = None
+    columns, key = None, None
     try:
         typed = validate(OmegaConf.to_object(cfg))
+        columns = config_columns(flatten(typed))
         if cache is not None and not must_simulate(typed):
-            key = point_key(config_columns(flatten(typed)))
+            key = point_key(columns)
             hit = cache.load(key)
             if hit is not None:
-                return _served(out_dir, job, typed, hit, time.perf_counter() - start, rows)
+                return _served(out_dir, job, columns, hit, time.perf_counter() - start, rows)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
         estimate.warn_if_long(typed)  # a point served from the cache takes no time
-        result = simulate.run(typed, trace_path=trace_path, observer=bar)
+        result = simulate.run_validated(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)
         wall_s = time.perf_counter() - start
-        _write(out_dir, job, typed, STATUS_ERROR, message, None, wall_s, rows=rows)
+        if columns is None:  # the config itself failed: record what was asked for
+            columns = config_columns(flatten(typed))
+        _write(out_dir, job, columns, STATUS_ERROR, message, None, wall_s, rows=rows)
         if not isinstance(exc, KernBenchError | OmegaConfBaseException):
             traceback.print_exc()
         print(f"kernbench: error: {message}", file=sys.stderr)
@@ -108,7 +111,7 @@ def run_job(
         cache.store(key, result.metrics)
     wall_s = time.perf_counter() - start
     path = _write(
-        out_dir, job, typed, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows
+        out_dir, job, columns, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows
     )
     print(result.summary())
     if path is not None:
@@ -128,14 +131,14 @@ def must_simulate(cfg: Any) -> bool:
 def _served(
     out_dir: Path,
     job: JobId,
-    cfg: Any,
+    columns: dict[str, Any],
     metrics: dict[str, Any],
     wall_s: float,
     rows: list[dict[str, Any]] | None = None,
 ) -> str:
     """Write the row of a point found in the cache: no simulation, so no sim_wall_s."""
     timings = {"sim_wall_s": None}
-    path = _write(out_dir, job, cfg, STATUS_OK, None, metrics, wall_s, timings, True, rows)
+    path = _write(out_dir, job, columns, STATUS_OK, None, metrics, wall_s, timings, True, rows)
     print(simulate.RunResult(metrics).summary())
     print(f"result: {path} (from the point cache)" if path else "(from the point cache)")
     return STATUS_OK
@@ -157,7 +160,7 @@ def error_message(exc: BaseException) -> str:
 def _write(
     out_dir: Path,
     job: JobId,
-    cfg: Any,
+    columns: dict[str, Any],
     status: str,
     error: str | None,
     metrics: dict[str, Any] | None,
@@ -167,7 +170,7 @@ def _write(
     rows: list[dict[str, Any]] | None = None,
 ) -> Path | None:
     row = make_row(
-        config_columns(flatten(cfg)),
+        columns,
         status=status,
         error=error,
         metrics=metrics,

@@ -1,8 +1,9 @@
 """One simulation run: typed config in, deterministic metrics out.
 
 This is the only door between the Hydra application and the simulator; it never
-sees a DictConfig. It validates, builds the SimPy system, runs the selected
-workload and returns its metrics (DESIGN §8 names) and, if asked, the op log.
+sees a DictConfig. It validates (:func:`run`; the app, which has validated already,
+calls :func:`run_validated`), builds the SimPy system, runs the selected workload and
+returns its metrics (DESIGN §8 names) and, if asked, the op log.
 """
 
 from __future__ import annotations
@@ -55,7 +56,17 @@ def _check_finite(metrics: dict[str, Any]) -> None:
 def run(
     cfg: KernBenchConfig, trace_path: Path | None = None, observer: RunObserver | None = None
 ) -> RunResult:
-    """Simulate one configuration. Raises a KernBenchError subclass on bad input.
+    """Validate ``cfg`` and simulate it (:func:`run_validated`). Raises a
+    KernBenchError subclass on bad input."""
+    return run_validated(validate(cfg), trace_path, observer)
+
+
+def run_validated(
+    cfg: KernBenchConfig, trace_path: Path | None = None, observer: RunObserver | None = None
+) -> RunResult:
+    """Simulate one configuration that :func:`~kernbench.config.validate.validate`
+    returned (its derived values filled in). The app validates a point once, itself:
+    it needs the validated columns for the cache key before deciding to simulate.
 
     With ``sim.trace`` on and a ``trace_path``, every physical request is also written
     to that Parquet file (:mod:`kernbench.results.trace`); it appears only on success.
@@ -63,7 +74,6 @@ def run(
     With ``sim.measure_speed`` the timings also hold the run's speed against SimPy's
     bare event rate, measured just before (:mod:`kernbench.sim.speed`).
     """
-    cfg = validate(cfg)
     workload = WORKLOADS.get(cfg.workload.name)
     if workload is None:
         known = sorted(WORKLOADS)

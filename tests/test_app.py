@@ -84,7 +84,7 @@ def _stub_metrics(cfg, trace_path=None, observer=None):
 
 
 def test_ok_row_columns_and_identity(compose_cfg, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(simulate, "run", _stub_metrics)
+    monkeypatch.setattr(simulate, "run_validated", _stub_metrics)
     cfg = compose_cfg(*SMALL_RUN)
     assert run_job(cfg, tmp_path) == "ok"
     table = pq.read_table(tmp_path / "result.parquet")
@@ -104,11 +104,29 @@ def test_ok_row_columns_and_identity(compose_cfg, monkeypatch, tmp_path, capsys)
     assert "bytes_moved" in capsys.readouterr().out
 
 
+def test_a_point_is_validated_once_and_simulated_as_validated(compose_cfg, monkeypatch, tmp_path):
+    """run_job validates (it needs the derived columns for the cache key) and hands
+    that config to the simulator, which does not validate it again. Counted by a rule
+    added to the table every validation runs. The real simulation still sees the derived
+    hbm_channels_per_pe: 16 pseudo-channels over 2 PEs per cube = 8, at 32 GB/s each,
+    a peak of 256 GB/s per PE; 4 PEs (1 SIP x 2 cubes x 2) stream 1 MiB each."""
+    rules = sys.modules["kernbench.config.validate"]  # the package exports the function
+
+    calls = []
+    monkeypatch.setattr(rules, "RULES", [calls.append, *rules.RULES])
+    assert run_job(compose_cfg(*SMALL_RUN), tmp_path) == "ok"
+    [row] = pq.read_table(tmp_path / "result.parquet").to_pylist()
+    assert len(calls) == 1
+    assert row["topology.cube.memory_map.hbm_channels_per_pe"] == 16 // 2
+    assert row["peak_bw_per_pe_gbs"] == 8 * 32.0
+    assert row["bytes_moved"] == 4 * 1048576
+
+
 def test_simulator_error_becomes_one_line_and_error_row(compose_cfg, monkeypatch, tmp_path, capsys):
     def fail(cfg, trace_path=None, observer=None):
         raise AllocationError("sip0.cube0.pe0 HBM: 4096 bytes requested, 1024 free")
 
-    monkeypatch.setattr(simulate, "run", fail)
+    monkeypatch.setattr(simulate, "run_validated", fail)
     assert run_job(compose_cfg(*SMALL_RUN), tmp_path) == "error"
     err = capsys.readouterr().err
     assert err.splitlines() == [
@@ -126,7 +144,7 @@ def test_unexpected_error_keeps_its_traceback(compose_cfg, monkeypatch, tmp_path
     def crash(cfg, trace_path=None, observer=None):
         raise ZeroDivisionError("bug")
 
-    monkeypatch.setattr(simulate, "run", crash)
+    monkeypatch.setattr(simulate, "run_validated", crash)
     assert run_job(compose_cfg(*SMALL_RUN), tmp_path) == "error"
     err = capsys.readouterr().err
     assert "Traceback" in err and err.rstrip().endswith("kernbench: error: ZeroDivisionError: bug")

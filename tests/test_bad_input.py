@@ -235,3 +235,17 @@ def test_a_metric_that_overflows_is_an_error_not_an_ok_row(monkeypatch):
     monkeypatch.setitem(WORKLOADS, "stream", overflowing)
     with pytest.raises(KernBenchError, match="metric sim_time_ns = inf"):
         simulate.run(make_cfg())
+
+
+def test_simulate_run_validates_the_config_it_is_given():
+    """simulate.run is a door of its own (tests, scripts): it validates, unlike
+    run_validated, which the app calls on the config it has validated already. 64
+    pseudo-channels cannot be split over 3 PEs."""
+    from kernbench import simulate
+    from kernbench.errors import ConfigError
+    from tests.support import make_cfg
+
+    cfg = make_cfg()  # valid, then broken after validation
+    cfg.topology.pes_per_cube = 3
+    with pytest.raises(ConfigError, match=r"topology\.pes_per_cube"):
+        simulate.run(cfg)

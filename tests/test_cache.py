@@ -115,13 +115,13 @@ def test_key_ignores_locations_and_the_cache_flag(compose_cfg):
 def counted(monkeypatch):
     """Count real simulations."""
     calls = []
-    real = simulate.run
+    real = simulate.run_validated
 
     def run(cfg, *args, **kwargs):
         calls.append(cfg)
         return real(cfg, *args, **kwargs)
 
-    monkeypatch.setattr(simulate, "run", run)
+    monkeypatch.setattr(simulate, "run_validated", run)
     return calls
 
 

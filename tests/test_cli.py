@@ -216,7 +216,10 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     from kernbench.app import run_job
     from kernbench.sweep.cache import PointCache
 
-    monkeypatch.setattr(simulate, "run", lambda cfg, **kw: simulate.RunResult({"sim_time_ns": 1.0}))
+    def stub(cfg, **kw):
+        return simulate.RunResult({"sim_time_ns": 1.0})
+
+    monkeypatch.setattr(simulate, "run_validated", stub)
     cache = PointCache(tmp_path / "cache")
     long_run = compose_cfg("workload.access_bytes=1")
     assert run_job(long_run, tmp_path / "a", cache=cache) == "ok"

@@ -135,6 +135,8 @@ def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
             "c": {"y": 1},
             "d": {"free": "${e.z}/out", "z2": "${oc.select:e.z}"},
             "e": {"z": "root"},
+            "f": {"dir": "${e.z}/c"},
+            "g": {"nested": "${oc.select:${e.z},c}"},
         }
     )
     fixed = resolve_fixed(cfg, {"c.y"})
@@ -143,6 +145,10 @@ def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
     assert OmegaConf.is_interpolation(fixed.b, "rel")
     assert not OmegaConf.is_interpolation(fixed.d, "free")  # nothing it reads can change
     assert (fixed.d.free, fixed.d.z2) == ("root/out", "root")
+    # "c" outside a ${...} is text, not the key c (paths.cache_dir is ${paths.root}/cache
+    # while points override cache=false); inside one, even nested, it is a key.
+    assert not OmegaConf.is_interpolation(fixed.f, "dir")
+    assert OmegaConf.is_interpolation(fixed.g, "nested")
     assert OmegaConf.is_interpolation(cfg.d, "free")  # the original is left alone
     fixed.c.y = 2  # what a point's override does: the chain follows it
     assert (fixed.a, fixed.b.rel) == (2, 2)

@@ -8,6 +8,7 @@ would) on one point and runs the real ``run_job`` on the others.
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -19,7 +20,7 @@ from kernbench import app
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.sweep.plan import Planner
 from kernbench.sweep.pool import run_chunks
-from kernbench.sweep.run import make_chunks
+from kernbench.sweep.run import fixed_sizes, guided_sizes, make_chunks
 
 SMALL = [
     "topology=small",
@@ -49,10 +50,11 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
         return real(cfg, out_dir, job, cache, bar, rows)
 
     monkeypatch.setattr(app, "run_job", run_job)
-    chunks = make_chunks(plan, 2, {"sweep_dir": str(tmp_path), "cache_dir": None})
+    chunks = make_chunks(plan, fixed_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
     assert [[p.num for p in c.points] for c in chunks] == [[0, 1], [2, 3], [4]]
     results = {}
     run_chunks(chunks, 2, lambda r: results.__setitem__(r.num, r), None, None)
+    assert gc.get_freeze_count() == 0  # frozen for the workers' fork only, then thawed
 
     assert sorted(results) == [0, 1, 2, 3, 4]  # every point reported exactly once
     assert {n: r.status for n, r in results.items()} == {
@@ -68,3 +70,25 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
     # The others hold their own simulation: one PE streams (n + 1) x 4 KiB.
     moved = {n: r.rows[0]["bytes_moved"] for n, r in results.items() if n != DEADLY}
     assert moved == {n: 4096 * (n + 1) for n in (0, 1, 3, 4)}
+
+
+def test_chunks_hold_one_shape_and_shrink_towards_the_end(tmp_path):
+    """Points alternating between two shapes (a grid whose last key picks a config
+    group) still make chunks of several points, each of one shape, and every point is
+    in exactly one. Guided sizes for 2 workers, ceil(points left / 4): 11 left -> 3,
+    8 -> 2, 6 -> 2 (shape 0 has one left: a chunk of 1), 5 -> 2 (shape 1), then 3, 2
+    and 1 left -> 1 each: the last chunks hold one point, so no worker waits long for
+    another at the end."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        loader = GlobalHydra.instance().hydra.config_loader
+        master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+        groups = ["address=pa", "address=va"]
+        jobs = [[*SMALL, groups[n % 2], f"workload.outstanding={n + 1}"] for n in range(11)]
+        plan = Planner(loader, master).plan(jobs)
+    chunks = make_chunks(plan, guided_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    nums = [[p.num for p in c.points] for c in chunks]
+    assert nums == [[0, 2, 4], [6, 8], [10], [1, 3], [5], [7], [9]]
+    assert all(len({p.shape for p in c.points}) == 1 for c in chunks)
+    shapes = [plan.shapes[c.points[0].shape].groups[-1] for c in chunks[2:4]]
+    assert shapes == ["address=pa", "address=va"]

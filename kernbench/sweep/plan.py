@@ -171,12 +171,12 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
     with ANTLR), so the locations (``paths.*``: ``${paths.root}/${now:...}``) would
     otherwise cost every point several ms. Conservative by construction: a top-level
     key is *tainted* if a point overrides anything under it, or if it holds an
-    interpolation whose text names a tainted key (any name in it: ``${a.b}``,
-    ``${oc.select:a.b}``) or is relative (``${.x}``); taint
+    interpolation that names a tainted key (any name inside its ``${...}``: ``${a.b}``,
+    ``${oc.select:a.b}``; :func:`_referenced_names`) or is relative (``${.x}``); taint
     spreads until nothing changes, and only untainted interpolations are resolved.
     The resolved values are those every point would have read (same resolver cache)."""
     cfg = copy.deepcopy(task)
-    found = [(key, text, set(_NAME.findall(text))) for key, text in _interpolations(cfg, "")]
+    found = [(key, text, _referenced_names(text)) for key, text in _interpolations(cfg, "")]
     tainted = {key.split(".")[0] for key in overridden}
     grew = True
     while grew:
@@ -190,6 +190,23 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
         if key.split(".")[0] not in tainted:
             _resolve_in_place(cfg, key)
     return cfg
+
+
+def _referenced_names(text: str) -> set[str]:
+    """Every name inside the ``${...}`` parts of ``text``, nested ones included: the
+    literal text around them refers to nothing (``cache`` in ``${paths.root}/cache``
+    is not the top-level key ``cache``). Text with quotes or backslashes, where a brace
+    may be quoted or escaped, counts all its names."""
+    if any(mark in text for mark in "'\"\\"):
+        return set(_NAME.findall(text))
+    inside, depth = [], 0
+    for i, char in enumerate(text):
+        if text.startswith("${", i):
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        inside.append(char if depth else " ")
+    return set(_NAME.findall("".join(inside)))
 
 
 def _interpolations(node: DictConfig, prefix: str):

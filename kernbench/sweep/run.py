@@ -8,7 +8,8 @@ Given a :class:`~kernbench.sweep.plan.Plan`, this module
   holds every resolved value, they are enough to rerun any point or the whole sweep;
   no per-point directory is written (a point with ``sim.trace=true`` gets
   ``<sweep>/<job_num>/trace.parquet``);
-- cuts the plan into chunks of one shape each (:func:`make_chunks`);
+- cuts the plan into chunks of one shape each (:func:`make_chunks`), shrinking
+  towards the end of the sweep (:func:`guided_sizes`);
 - gathers the points' rows as chunks end, reports progress (:class:`~kernbench.sweep.
   progress.SweepBar`), appends each point's own output to ``<sweep>/points.log``, and
 - writes ``results.parquet`` once, atomically, ordered by job number: the same table
@@ -27,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
-from kernbench.sweep.plan import Plan
+from kernbench.sweep.plan import Plan, Point
 from kernbench.sweep.points import Chunk, PointResult
 from kernbench.sweep.progress import SweepBar
 
@@ -37,31 +38,41 @@ AUTO_CHUNK_CAP = 64  # points per local chunk at most: keeps the bar and balance
 CLUSTER_CHUNK = 100  # points per SLURM / Ray task by default: 10,000 points = 100 tasks
 
 RunChunks = Callable[[list[Chunk], Callable[[PointResult], None]], None]
+ChunkSizes = Callable[[int], int]  # points not yet in a chunk -> the next chunk's size
 
 
-def auto_chunk_size(n_points: int, n_workers: int) -> int:
-    """About eight chunks per worker, so a slow chunk does not leave the others idle,
-    and never more than :data:`AUTO_CHUNK_CAP` points."""
-    return max(1, min(AUTO_CHUNK_CAP, math.ceil(n_points / (8 * n_workers))))
+def guided_sizes(n_workers: int) -> ChunkSizes:
+    """Chunk sizes that shrink as the sweep nears its end (guided self-scheduling):
+    each chunk takes 1/(2 x workers) of the points not yet in a chunk, at most
+    :data:`AUTO_CHUNK_CAP`. The first chunks are long, so their cost (a config sent,
+    a round trip) is spread over many points; the last hold a point or two, so no
+    worker sits idle while another finishes a long chunk."""
+    return lambda remaining: max(1, min(AUTO_CHUNK_CAP, math.ceil(remaining / (2 * n_workers))))
 
 
-def make_chunks(plan: Plan, size: int, base: dict[str, Any]) -> list[Chunk]:
-    """Consecutive points of one shape, at most ``size`` per chunk (job order kept).
+def fixed_sizes(size: int) -> ChunkSizes:
+    """Chunks of ``size`` points (``hydra.sweeper.chunk_size``, cluster tasks)."""
+    return lambda remaining: size
+
+
+def make_chunks(plan: Plan, sizes: ChunkSizes, base: dict[str, Any]) -> list[Chunk]:
+    """The points of each shape in job order, cut into chunks of one shape each;
+    ``sizes`` gives each chunk's size from the number of points not yet in a chunk.
+    Chunks run in this order, so the sweep's last chunks are the last shape's.
     ``base`` holds the Chunk fields every chunk shares (sweep dir, cache, path)."""
-    chunks: list[Chunk] = []
-    resolved: dict[int, DictConfig] = {}
+    by_shape: dict[int, list[Point]] = {}
     for point in plan.points:
-        last = chunks[-1] if chunks else None
-        if last and last.points[0].shape == point.shape and len(last.points) < size:
-            last.points.append(point)
-            continue
-        if base.get("kernbench", True):
-            if point.shape not in resolved:
-                resolved[point.shape] = plan.run_task(point.shape)
-            config = resolved[point.shape]
-        else:
-            config = plan.shapes[point.shape].config
-        chunks.append(Chunk(config=config, points=[point], **base))
+        by_shape.setdefault(point.shape, []).append(point)
+    chunks: list[Chunk] = []
+    remaining = len(plan.points)
+    kernbench = base.get("kernbench", True)
+    for shape, points in by_shape.items():
+        config = plan.run_task(shape) if kernbench else plan.shapes[shape].config
+        while points:
+            size = sizes(remaining)
+            chunks.append(Chunk(config=config, points=points[:size], **base))
+            remaining -= len(chunks[-1].points)
+            points = points[size:]
     return chunks
 
 

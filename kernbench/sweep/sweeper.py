@@ -37,10 +37,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.sweep import callbacks, pool
 from kernbench.sweep.plan import Plan, Planner, screen
-from kernbench.sweep.points import PointResult, is_point_task
+from kernbench.sweep.points import PointResult, is_point_task, warm_up
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
-    auto_chunk_size,
+    fixed_sizes,
+    guided_sizes,
     make_chunks,
     run_plan,
     write_records,
@@ -82,7 +83,7 @@ class FastLauncher(Launcher):
             job_overrides, initial_job_idx
         )
         base = {"sweep_dir": str(self.config.hydra.sweep.dir), "kernbench": False}
-        chunks = make_chunks(plan, auto_chunk_size(len(plan.points), self.workers), base)
+        chunks = make_chunks(plan, guided_sizes(self.workers), base)
         log.info(f"Launching {len(plan.points)} jobs on {self.workers} local workers")
         results: dict[int, PointResult] = {}
         self.run_chunks(chunks, lambda r: results.__setitem__(r.num, r))
@@ -171,14 +172,17 @@ class FastSweeper(Sweeper):
         write_records(plan, self.config, sweep_dir)
         base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir()}
         if isinstance(self.launcher, FastLauncher):
-            size = self.chunk_size or auto_chunk_size(len(plan.points), self.launcher.workers)
+            warm_up()  # once, before the workers fork and before the points' clock starts
+            sizes = guided_sizes(self.launcher.workers)
             runner = self.launcher.run_chunks
         else:
             from kernbench.sweep.remote import ChunkJobs
 
-            size = self.chunk_size or CLUSTER_CHUNK
+            sizes = fixed_sizes(CLUSTER_CHUNK)
             runner = ChunkJobs(self.launcher, self.config, self.hydra_context, sweep_dir)
-        gather = run_plan(plan, make_chunks(plan, size, base), sweep_dir, runner)
+        if self.chunk_size:
+            sizes = fixed_sizes(self.chunk_size)
+        gather = run_plan(plan, make_chunks(plan, sizes, base), sweep_dir, runner)
         outcome = gather.merge()
         callbacks.record_outcome(outcome, sweep_dir)
         return [gather.results[p.num].status for p in plan.points]
