@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,11 +53,19 @@ requests = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
-@given(reqs=requests)
-def test_no_link_carries_more_than_bw_times_interval_plus_one_request(reqs):
-    cfg = make_cfg()
-    graph = build_graph(cfg.topology)
+# Many PEs onto two targets, close together: requests queue on shared links and leave
+# idle stretches (holes) that later requests of other sizes try to fill.
+hotspot_requests = st.lists(
+    st.tuples(st.integers(0, 15), st.integers(0, 1), st.integers(1, 1 << 16), st.floats(0, 50)),
+    min_size=1,
+    max_size=40,
+)
+
+
+def book_all(reqs: list[tuple[int, int, int, float]]):
+    """Book each (source PE, target PE, bytes, gap after the previous) read on the
+    default topology's fabric; the graph and every link's reservations."""
+    graph = build_graph(make_cfg().topology)
     router, fabric = Router(graph), Fabric(graph, 40.0, record=True)
     now = 0.0
     for src, dst, nbytes, gap in reqs:
@@ -65,6 +75,13 @@ def test_no_link_carries_more_than_bw_times_interval_plus_one_request(reqs):
     by_link: dict[int, list[tuple[float, float, int]]] = {}
     for link, start, end, nbytes in fabric.reservations:
         by_link.setdefault(link, []).append((start, end, nbytes))
+    return graph, by_link
+
+
+@settings(max_examples=60, deadline=None)
+@given(reqs=requests)
+def test_no_link_carries_more_than_bw_times_interval_plus_one_request(reqs):
+    graph, by_link = book_all(reqs)
     for link, res in by_link.items():
         bw = graph.links[link].bw_gbs
         biggest = max(n for _, _, n in res)
@@ -124,3 +141,18 @@ def test_whole_stripe_requests_equal_the_general_split(stripes_in, stripes, pe):
     assert physical.resolve(pa, nbytes) == physical.split(key, pa, offset, nbytes)
     seg = make_segment(graph, owner, LA_BASE, pa, 128 * stripe)
     assert seg.resolve(offset, nbytes) == seg.split(offset, nbytes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reqs=hotspot_requests)
+def test_reservations_on_one_link_never_overlap(reqs):
+    """Each link carries one request at a time: a reservation lasts bytes / bandwidth,
+    and on one link, taken in order of start time (a later booking may fill an idle
+    stretch an earlier one left: fabric.py), none starts before the previous one ends."""
+    graph, by_link = book_all(reqs)
+    for link, res in by_link.items():
+        for start, end, nbytes in res:
+            assert end == start + nbytes / graph.links[link].bw_gbs
+        spans = sorted((start, end) for start, end, _ in res)
+        for (_, prev_end), (start, _) in itertools.pairwise(spans):
+            assert start >= prev_end
