@@ -71,6 +71,7 @@ def test_single_run_directory_is_reported(tmp_path, capsys):
     write_rows([stream_row("n_to_one", 4096)], tmp_path / "result.parquet")
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
+    assert f"{tmp_path}: 1 row (1 ok)" in out and "== all points (1 row, 1 ok) ==" in out
     assert "swept: nothing" in out
     assert "no plot: one configuration: nothing varies to plot against" in out
     assert "effective_bw_gbs" in out and "100" in out

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"kernbench-report: error: {exc}", file=sys.stderr)
         return 1
     counts = ", ".join(f"{n} {s}" for s, n in status_counts(df).items())
-    header = f"{out_dir}: {len(df)} rows ({counts})"
+    header = f"{out_dir}: {len(df)} row{'s' * (len(df) != 1)} ({counts})"
     text = render_text(header, sections)
     (out_dir / "report.txt").write_text(text + "\n")
     write_html(out_dir / "report.html", header, sections)

@@ -57,7 +57,8 @@ def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Sect
     ov = overview(df)
     ok = df[df["status"] == STATUS_OK]
     swept = ", ".join(f"{k} ({df[k].astype(str).nunique()})" for k in ov.swept) or "nothing"
-    section = Section(f"all points ({ov.rows} rows, {ov.ok} ok)", table=ov.table)
+    rows = f"{ov.rows} row{'s' * (ov.rows != 1)}"
+    section = Section(f"all points ({rows}, {ov.ok} ok)", table=ov.table)
     swept_line = textwrap.fill(f"swept: {swept}", 100, subsequent_indent="  ")
     section.lines = [swept_line, "constant: " + "\n  ".join(constants_text(ov.constants))]
     section.notes = [f"error: {e}" for e in ov.errors]
