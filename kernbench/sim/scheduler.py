@@ -102,9 +102,6 @@ class PeScheduler:
         if kind is CompositeCmd:
             self._submit_composite(cmd, job, now)  # type: ignore[arg-type]
             return job
-        if kind is DmaStridedReadCmd or kind is DmaStridedWriteCmd:
-            self._submit_strided(cmd, job, now)  # type: ignore[arg-type]
-            return job
         # A primitive command is one stage, gated by its hazards. The DMA kinds (one
         # per stream access) are spelled out: this is the simulator's hottest path.
         if kind is DmaReadCmd:
@@ -113,6 +110,9 @@ class PeScheduler:
         elif kind is DmaWriteCmd:
             stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr]
             blockers = self._dma_hazards(cmd.src.id, job, False)  # type: ignore[union-attr]
+        elif kind is DmaStridedReadCmd or kind is DmaStridedWriteCmd:
+            self._submit_strided(cmd, job, now)  # type: ignore[arg-type]
+            return job
         else:
             stage = self._compute_stage(cmd, job)
             blockers = self._hazards(cmd, job)
