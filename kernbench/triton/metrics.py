@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernbench.sim.metrics import ENGINES, bottleneck
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 from kernbench.triton.lowering import Lowering
 
-UNITS = ("cpu", "dma", "gemm", "math")
+UNITS = ("cpu", *ENGINES)
 
 
 def snapshot(system: System, pes: list[PeId]) -> dict[str, float]:
@@ -24,7 +25,7 @@ def snapshot(system: System, pes: list[PeId]) -> dict[str, float]:
     snap = {"bytes_moved": float(sum(u.dma.bytes_moved for u in units))}
     snap["dispatch_cycles_total"] = float(sum(u.cpu.dispatch_cycles for u in units))
     snap["cpu"] = float(sum(u.cpu.busy_ns for u in units))
-    for name in ("dma", "gemm", "math"):
+    for name in ENGINES:
         snap[name] = float(sum(u.engines[name].busy_ns for u in units))
     return snap
 
@@ -43,5 +44,5 @@ def launch_row(
     for unit in UNITS:
         busy = (after[unit] - before[unit]) / len(pes)
         row[f"{unit}_utilization"] = busy / latency if latency > 0 else 0.0
-    row["bottleneck"] = max(UNITS, key=lambda u: row[f"{u}_utilization"])
+    row["bottleneck"] = bottleneck(row)
     return row
