@@ -161,8 +161,14 @@ def progress_line(
         elapsed = (time.time() if now is None else now) - start
         line += f", {_duration(elapsed)} elapsed"
         if total and done:
-            line += f", ~{_duration(elapsed / done * max(total - done, 0))} left"
+            line += f", ~{_time_left(elapsed, done, total)} left"
     return line
+
+
+def _time_left(elapsed: float, done: int, total: int) -> str:
+    """The time the points to go will take at the pace of those done (which already
+    counts the workers: their points end in parallel)."""
+    return _duration(elapsed / done * max(total - done, 0))
 
 
 def _duration(seconds: float) -> str:
@@ -216,7 +222,7 @@ class SweepBar:
             text += f", {self.errors} error" + ("s" if self.errors > 1 else "")
         text += f", {_duration(elapsed)} elapsed"
         if self.done < self.total:
-            text += f", ~{_duration(elapsed / self.done * (self.total - self.done))} left"
+            text += f", ~{_time_left(elapsed, self.done, self.total)} left"
         return text
 
     def _say(self, text: str) -> None:
