@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from kernbench.config import flatten, validate
+from kernbench.config import flatten, limits, validate
 from kernbench.config.schema import (
     ControlConfig,
     KernBenchConfig,
@@ -20,9 +19,6 @@ from kernbench.config.schema import (
     WorkloadConfig,
 )
 from kernbench.config.store import conf_dir, experiment_files, package_of
-
-# The function `validate` shadows its module's name in the package namespace.
-validate_mod = importlib.import_module("kernbench.config.validate")
 
 GROUPS = ("topology", "address", "channel_mapping", "pe_cost_model", "workload", "paths")
 
@@ -145,12 +141,13 @@ def test_validate_accepts_a_matching_given_channels_per_pe(compose_cfg):
 def test_rule_tables_name_real_keys(compose_cfg):
     cfg = OmegaConf.to_object(compose_cfg())
     keys = [
-        *validate_mod.AT_LEAST_ONE,
-        *validate_mod.NON_NEGATIVE,
-        *validate_mod.POWER_OF_TWO,
-        *validate_mod.PA_FIELD_LIMITS,
+        *limits.AT_LEAST_ONE,
+        *limits.NON_NEGATIVE,
+        *limits.POWER_OF_TWO,
+        *limits.PA_FIELD_LIMITS,
+        *limits.AT_MOST,
     ]
-    missing = [k for k in keys if validate_mod.get_key(cfg, k) is validate_mod.ABSENT]
+    missing = [k for k in keys if limits.get_key(cfg, k) is limits.ABSENT]
     assert missing == []
 
 

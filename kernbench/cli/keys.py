@@ -19,16 +19,16 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
-from kernbench.config.validate import (
+from kernbench.config.limits import (
     AT_LEAST_ONE,
     AT_MOST,
-    GQA_AT_LEAST_ONE,
     NON_NEGATIVE,
     PA_FIELD_LIMITS,
     POWER_OF_TWO,
     SUFFIX_RULES,
 )
+from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
+from kernbench.config.validate import GQA_AT_LEAST_ONE
 from kernbench.units import unit_of
 
 # Limits a single key's rule table cannot state (cross-field rules of validate.py).

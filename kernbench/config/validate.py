@@ -1,10 +1,11 @@
-"""Cross-field rules on the typed configuration, checked before anything is simulated.
+"""Rules on the typed configuration, checked before anything is simulated.
 
 OmegaConf already rejects a wrong type, and an unknown key typed without ``+``; this
-module owns every rule a single field's type cannot express (DESIGN §2, §7): finite
-numbers, positive bandwidths, upper limits, divisible channel counts, powers of two,
-what fits in the 51-bit PA layout, and keys added with ``+`` that the schema does not
-know. It also derives
+module owns every rule a single field's type cannot express (DESIGN §2, §7): first
+the limits on single keys (:mod:`kernbench.config.limits`: finite numbers, positive
+bandwidths, upper limits, powers of two, the 51-bit PA layout), then the rules that
+relate keys (divisible channel counts, what fits in a PE's memory, workload shapes)
+and keys added with ``+`` that the schema does not know. It also derives
 ``hbm_channels_per_pe``. Each failure is one :class:`~kernbench.errors.ConfigError`
 naming the dotted key, the value given and the limit. It must not read YAML or Hydra
 state: it sees only the object ``OmegaConf.to_object`` produced.
@@ -17,76 +18,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kernbench.address.pa import MAX_CUBES, MAX_PES, MAX_SIPS, OFFSET_BITS
+from kernbench.address.pa import OFFSET_BITS
+from kernbench.config.limits import ABSENT, KEY_RULES, get_key, present
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
 
 Rule = Callable[[KernBenchConfig], None]
-
-# What get_key answers for a key the config does not have (e.g. another workload's).
-ABSENT = object()
-
-# What the 51-bit physical address can name (kernbench.address.pa owns the layout).
-PA_FIELD_LIMITS: dict[str, tuple[int, str]] = {
-    "topology.n_sips": (MAX_SIPS, "its SIP field"),
-    "topology.cubes_per_sip": (MAX_CUBES, "its cube field"),
-    "topology.pes_per_cube": (MAX_PES, "its PE field"),
-}
-
-# The largest values the model takes: beyond them drains and cycles vanish below the
-# float resolution of simulated times, and products of them overflow to inf.
-MAX_BW_GBS = 1e6  # 1 PB/s: 1 KiB drains in about 1 ps
-MAX_TIME_NS = 1e12  # 1000 s of simulated time
-MAX_CLOCK_GHZ = 1e3  # 1 THz
-
-# Key suffix -> (test, the limit as the message states it). Applies to every leaf.
-SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
-    ("_bw_gbs", lambda v: v > 0, "is not > 0 (a bandwidth in GB/s)"),
-    ("_bw_gbs", lambda v: v <= MAX_BW_GBS, f"exceeds {MAX_BW_GBS:g} GB/s (1 PB/s)"),
-    ("_ns", lambda v: v >= 0, "is not >= 0 (a time in ns)"),
-    ("_ns", lambda v: v <= MAX_TIME_NS, f"exceeds {MAX_TIME_NS:g} ns (1000 s)"),
-    ("_ghz", lambda v: v > 0, "is not > 0 (a clock in GHz)"),
-    ("_ghz", lambda v: v <= MAX_CLOCK_GHZ, f"exceeds {MAX_CLOCK_GHZ:g} GHz"),
-)
-
-AT_LEAST_ONE: tuple[str, ...] = (
-    "topology.n_sips",
-    "topology.cubes_per_sip",
-    "topology.pes_per_cube",
-    "topology.cube.memory_map.hbm_pseudo_channels",
-    "topology.cube.memory_map.hbm_channel_bytes",
-    "topology.pe.gemm_flops_per_cycle",
-    "topology.pe.math_elems_per_cycle",
-    "topology.pe.scheduler_queue_depth",
-    "topology.pe.dma_max_outstanding",
-    "topology.pe.composite_buffers",
-    "topology.pe.tcm_bytes",
-    "workload.access_bytes",
-    "workload.bytes_per_pe",
-    "workload.outstanding",
-)
-
-NON_NEGATIVE: tuple[str, ...] = (
-    "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
-    "topology.pe.attrs.pe_cost_model.byte_cycles_recip",
-    "workload.align_offset_bytes",
-    "workload.seed",
-)
-
-# Keys without a unit suffix the suffix limits cover, and their largest value.
-AT_MOST: dict[str, tuple[float, str]] = {
-    "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles": (MAX_TIME_NS, "cycles"),
-    "topology.pe.attrs.pe_cost_model.byte_cycles_recip": (1e6, "cycles per byte"),
-}
-
-POWER_OF_TWO: tuple[str, ...] = (
-    "topology.pe_mmu.page_size",
-    "topology.cube.memory_map.interleave_bytes",
-)
 
 
 def validate(cfg: KernBenchConfig) -> KernBenchConfig:
@@ -98,33 +38,6 @@ def validate(cfg: KernBenchConfig) -> KernBenchConfig:
     for rule in RULES:
         rule(cfg)
     return cfg
-
-
-def get_key(cfg: Any, dotted: str) -> Any:
-    """The value at a dotted key, or ``ABSENT`` when some part does not exist."""
-    node = cfg
-    for part in dotted.split("."):
-        node = getattr(node, part, ABSENT)
-        if node is ABSENT:
-            return ABSENT
-    return node
-
-
-def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Every non-dataclass value under ``node``, with its dotted key."""
-    for name, value in vars(node).items():
-        key = f"{prefix}{name}"
-        if dataclasses.is_dataclass(value):
-            yield from leaves(value, key + ".")
-        else:
-            yield key, value
-
-
-def _present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
-    for key in keys:
-        value = get_key(cfg, key)
-        if value is not ABSENT and value is not None:
-            yield key, value
 
 
 def _no_unknown_keys(cfg: KernBenchConfig) -> None:
@@ -150,59 +63,6 @@ def _dataclass_nodes(node: Any, key: str) -> Iterator[tuple[str, Any]]:
     for name, value in vars(node).items():
         if dataclasses.is_dataclass(value):
             yield from _dataclass_nodes(value, f"{key}.{name}" if key else name)
-
-
-def _finite(cfg: KernBenchConfig) -> None:
-    """No inf or nan anywhere: every later rule and every formula assumes real numbers."""
-    for key, value in leaves(cfg):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(key, f"{value} is not a finite number")
-
-
-def _suffix_rules(cfg: KernBenchConfig) -> None:
-    for key, value in leaves(cfg):
-        for suffix, ok, limit in SUFFIX_RULES:
-            if key.endswith(suffix) and value is not None and not ok(value):
-                raise ConfigError(key, f"{value} {limit}")
-
-
-def _at_least_one(cfg: KernBenchConfig) -> None:
-    for key, value in _present(cfg, AT_LEAST_ONE):
-        if value < 1:
-            raise ConfigError(key, f"{value} is not >= 1")
-
-
-def _non_negative(cfg: KernBenchConfig) -> None:
-    for key, value in _present(cfg, NON_NEGATIVE):
-        if value < 0:
-            raise ConfigError(key, f"{value} is not >= 0")
-
-
-def _at_most(cfg: KernBenchConfig) -> None:
-    for key, (limit, unit) in AT_MOST.items():
-        value = get_key(cfg, key)
-        if value is not ABSENT and value > limit:
-            raise ConfigError(key, f"{value} exceeds {limit:g} {unit}")
-
-
-def _powers_of_two(cfg: KernBenchConfig) -> None:
-    for key, value in _present(cfg, POWER_OF_TWO):
-        if value < 1:
-            raise ConfigError(key, f"{value} is not a power of two (1, 2, 4, ...)")
-        if value & (value - 1):
-            lower = 1 << (value.bit_length() - 1)
-            raise ConfigError(
-                key, f"{value} is not a power of two (nearest: {lower} or {lower * 2})"
-            )
-
-
-def _pa_field_limits(cfg: KernBenchConfig) -> None:
-    for key, (limit, field_bits) in PA_FIELD_LIMITS.items():
-        value = get_key(cfg, key)
-        if value > limit:
-            raise ConfigError(
-                key, f"{value} exceeds {limit}, the most the 51-bit PA can address ({field_bits})"
-            )
 
 
 def _channels_per_pe(cfg: KernBenchConfig) -> None:
@@ -307,7 +167,7 @@ GQA_AT_LEAST_ONE: tuple[str, ...] = (
 
 
 def _gqa_at_least_one(cfg: KernBenchConfig) -> None:
-    for key, value in _present(cfg, GQA_AT_LEAST_ONE):
+    for key, value in present(cfg, GQA_AT_LEAST_ONE):
         if value < 1:
             raise ConfigError(key, f"{value} is not >= 1")
 
@@ -363,13 +223,7 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
 
 RULES: tuple[Rule, ...] = (
     _no_unknown_keys,
-    _finite,
-    _suffix_rules,
-    _at_least_one,
-    _non_negative,
-    _at_most,
-    _powers_of_two,
-    _pa_field_limits,
+    *KEY_RULES,
     _channels_per_pe,
     _pe_hbm_fits_pa,
     _interleave_fits_channel,
