@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from omegaconf.errors import OmegaConfBaseException
 from kernbench import simulate
 from kernbench.cli import entry, estimate
 from kernbench.config import flatten, validate
+from kernbench.config.schema import KernBenchConfig
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.errors import KernBenchError
 from kernbench.results import (
@@ -65,7 +66,7 @@ class JobId:
 
 
 def run_job(
-    cfg: DictConfig,
+    cfg: DictConfig | KernBenchConfig,
     out_dir: Path,
     job: JobId | None = None,
     cache: PointCache | None = None,
@@ -73,6 +74,8 @@ def run_job(
     rows: list[dict[str, Any]] | None = None,
 ) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
+    ``cfg`` may also be the typed object already (the fast sweep's typed path,
+    :mod:`kernbench.sweep.typed`); it is validated either way.
 
     With ``rows`` the row is appended there instead of written (the fast sweep,
     :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
@@ -87,7 +90,7 @@ def run_job(
     typed: Any = cfg
     columns, key = None, None
     try:
-        typed = validate(OmegaConf.to_object(cfg))
+        typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg))
         columns = config_columns(flatten(typed))
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)

@@ -4,7 +4,10 @@ For every study preset's grid and for random points mixing group overrides, ``+`
 additions, ``++`` and plain value overrides, the config the fast path builds (one Hydra
 composition per shape, then the point's value overrides on a copy) must equal what
 Hydra's ``load_sweep_config`` composes from scratch for the stock launchers: the whole
-config, ``hydra`` node included, compared as unresolved containers.
+config, ``hydra`` node included, compared as unresolved containers. Where a point takes
+the typed path (kernbench.sweep.typed: the shape's typed object with the point's leaves
+set), that object must equal ``OmegaConf.to_object`` of Hydra's config, attributes
+outside the schema included.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hydra.types import RunMode
 from omegaconf import OmegaConf, open_dict
 
 from kernbench.config.store import conf_dir, experiment_files, register_configs
+from kernbench.sweep import typed
 from kernbench.sweep.plan import Planner, apply_values, resolve_fixed, screen, without_hydra
 
 
@@ -49,8 +53,24 @@ def master_and_points(loader, overrides: list[str]):
     return master, BasicSweeper.split_arguments(parsed, None)[0]
 
 
-def assert_same_as_hydra(loader, master, jobs) -> int:
+def tree(obj):
+    """A typed config as nested dicts of *every* attribute: dataclass ``==`` compares
+    schema fields only, and would miss a key added with ``+``."""
+    if hasattr(obj, "__dataclass_fields__"):
+        return {type(obj).__name__: {k: tree(v) for k, v in vars(obj).items()}}
+    if isinstance(obj, dict):
+        return {k: tree(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [tree(v) for v in obj]
+    return (type(obj), obj)  # 3 and "3", or an enum and its name, differ
+
+
+def assert_same_as_hydra(loader, master, jobs) -> tuple[int, int]:
+    """(number of shapes, points that took the typed path)."""
     plan = Planner(loader, master).plan(jobs)
+    screen(plan)  # fills in each point's typed assignments
+    bases = {n: plan.typed_base(plan.run_task(n)) for n in range(len(plan.shapes))}
+    n_typed = 0
     for point in plan.points:
         expected = loader.load_sweep_config(master, list(point.overrides))
         with open_dict(expected.hydra):
@@ -67,7 +87,11 @@ def assert_same_as_hydra(loader, master, jobs) -> int:
         run = apply_values(plan.run_task(point.shape), point.values)
         resolved = OmegaConf.to_container(without_hydra(expected), resolve=True)
         assert OmegaConf.to_container(run, resolve=True) == resolved, point
-    return len(plan.shapes)
+        if bases[point.shape] is not None and point.assigned is not None:
+            ours = typed.build(bases[point.shape], point.assigned)
+            assert tree(ours) == tree(OmegaConf.to_object(without_hydra(expected))), point
+            n_typed += 1
+    return len(plan.shapes), n_typed
 
 
 @pytest.mark.parametrize("preset", [p.stem for p in experiment_files()])
@@ -75,8 +99,9 @@ def test_every_preset_point_matches_hydra(loader, preset):
     master, jobs = master_and_points(loader, [f"+experiment={preset}"])
     rng = random.Random(preset)
     sample = jobs if len(jobs) <= 24 else rng.sample(jobs, 24)
-    shapes = assert_same_as_hydra(loader, master, sample)
+    shapes, n_typed = assert_same_as_hydra(loader, master, sample)
     assert shapes < len(sample)  # points did share compositions
+    assert n_typed == len(sample)  # a preset's grid only sets leaves: all typed
 
 
 GROUPS = {
@@ -91,10 +116,14 @@ VALUES = [
     "++workload.bytes_per_pe=8192",
     "topology.pes_per_cube=4",
     "+extra_note=hello",
+    "+extra.nested=1",  # a new node: never a leaf to set on the typed object
     "workload.bytes_per_pe=${workload.access_bytes}",
     "topology.pe_mmu.page_size=8192",
     "paths.root=elsewhere",  # changes the interpolated paths.run_dir, sweep_dir, cache_dir
     "paths.sweep_name=${workload.name}_study",
+    "workload.outstanding='5'",  # a string for an int: OmegaConf stores 5
+    "topology.pe_mmu.tlb_charge=per_page",  # a name for an enum: its member
+    "sim.trace=true",
 ]
 
 
@@ -112,7 +141,9 @@ def test_random_points_match_hydra(loader):
     rng = random.Random(11)
     jobs = [random_point(rng) for _ in range(30)]
     master = load_master(loader, [])
-    assert assert_same_as_hydra(loader, master, jobs) > 1
+    shapes, n_typed = assert_same_as_hydra(loader, master, jobs)
+    assert shapes > 1
+    assert 0 < n_typed < len(jobs)  # both paths were compared
 
 
 def test_a_bad_value_refuses_the_sweep_up_front(loader):

@@ -18,7 +18,7 @@ from hydra.types import RunMode
 
 from kernbench import app
 from kernbench.config.store import conf_dir, register_configs
-from kernbench.sweep.plan import Planner
+from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import fixed_sizes, guided_sizes, make_chunks
 
@@ -31,14 +31,19 @@ SMALL = [
 DEADLY = 2  # the job number whose worker dies
 
 
-@pytest.fixture
-def plan():
+@pytest.fixture(params=["typed", "omegaconf"])
+def plan(request):
+    """The same five points on either path of kernbench.sweep.points.PointConfigs:
+    screened (typed leaves: chunks carry the typed object alone) or not."""
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
         loader = GlobalHydra.instance().hydra.config_loader
         master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
         jobs = [[*SMALL, f"workload.bytes_per_pe={4096 * (n + 1)}"] for n in range(5)]
-        yield Planner(loader, master).plan(jobs)
+        plan = Planner(loader, master).plan(jobs)
+        if request.param == "typed":
+            screen(plan)
+        yield plan
 
 
 def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch, tmp_path):
@@ -50,8 +55,12 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
         return real(cfg, out_dir, job, cache, bar, rows)
 
     monkeypatch.setattr(app, "run_job", run_job)
-    chunks = make_chunks(plan, fixed_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    chunks = list(
+        make_chunks(plan, fixed_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    )
     assert [[p.num for p in c.points] for c in chunks] == [[0, 1], [2, 3], [4]]
+    typed = plan.points[0].assigned is not None
+    assert all((c.config is None) == typed and c.typed is not None for c in chunks)
     results = {}
     run_chunks(chunks, 2, lambda r: results.__setitem__(r.num, r), None, None)
     assert gc.get_freeze_count() == 0  # frozen for the workers' fork only, then thawed
@@ -67,6 +76,8 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
     assert results[DEADLY].error == "RuntimeError: its worker process died"
     [row] = results[DEADLY].rows
     assert (row["job_num"], row["status"]) == (DEADLY, "error")
+    # The row holds the point's own config: its shape's topology, its own values.
+    assert (row["topology.pes_per_cube"], row["workload.bytes_per_pe"]) == (2, 4096 * 3)
     # The others hold their own simulation: one PE streams (n + 1) x 4 KiB.
     moved = {n: r.rows[0]["bytes_moved"] for n, r in results.items() if n != DEADLY}
     assert moved == {n: 4096 * (n + 1) for n in (0, 1, 3, 4)}
@@ -86,7 +97,9 @@ def test_chunks_hold_one_shape_and_shrink_towards_the_end(tmp_path):
         groups = ["address=pa", "address=va"]
         jobs = [[*SMALL, groups[n % 2], f"workload.outstanding={n + 1}"] for n in range(11)]
         plan = Planner(loader, master).plan(jobs)
-    chunks = make_chunks(plan, guided_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    chunks = list(
+        make_chunks(plan, guided_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    )
     nums = [[p.num for p in c.points] for c in chunks]
     assert nums == [[0, 2, 4], [6, 8], [10], [1, 3], [5], [7], [9]]
     assert all(len({p.shape for p in c.points}) == 1 for c in chunks)

@@ -37,18 +37,23 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
+from kernbench.sweep import typed
+
 _NAME = re.compile(r"[A-Za-z_]\w*")  # the names an interpolation's text can refer to
 
 
 @dataclass
 class Point:
     """One point of the sweep: its job number, overrides, and the shape it belongs to.
-    ``values`` are the parsed value overrides, applied in order after composition."""
+    ``values`` are the parsed value overrides, applied in order after composition;
+    ``assigned`` the same as typed leaf values when they can take the typed path
+    (:mod:`kernbench.sweep.typed`; filled in by :func:`screen`), else None."""
 
     num: int
     overrides: list[str]
     shape: int
     values: list[Override] = field(default_factory=list)
+    assigned: list[typed.Assignment] | None = None
 
 
 @dataclass
@@ -87,6 +92,14 @@ class Plan:
         resolved once (see :func:`resolve_fixed`): what the workers start each point from."""
         keys = {v.key_or_group for p in self.points if p.shape == shape for v in p.values}
         return resolve_fixed(self.shapes[shape].task, keys)
+
+    def typed_base(self, run_task: DictConfig) -> bytes | None:
+        """The typed object of a shape's :meth:`run_task`, pickled, for the typed path;
+        None if an interpolation is left in it (a point's value could change what it
+        reads) or it does not convert."""
+        if next(_interpolations(run_task, ""), None) is not None:
+            return None
+        return typed.pickled_object(run_task)
 
 
 class Planner:
@@ -260,20 +273,25 @@ def screen(plan: Plan) -> None:
     its own, so this costs a few ms per distinct value rather than per point. Raises
     Hydra's ``ConfigCompositionException`` naming the override, as the stock sweeper's
     ``validate_batch_is_legal`` does. A clash only a whole point shows (``~a`` with
-    ``a=1``) is caught when the point is composed, and becomes its error row."""
-    seen: set[tuple[int, str]] = set()
+    ``a=1``) is caught when the point is composed, and becomes its error row.
+
+    Each applied override also gives the typed leaf value OmegaConf stored, so each
+    point gets its ``assigned`` values for the typed path where they allow it."""
+    leaves: dict[tuple[int, str], Any] = {}
     for point in plan.points:
         for value in point.values:
             key = (point.shape, value.input_line)
-            if key in seen:
+            if key in leaves:
                 continue
-            seen.add(key)
             try:
-                apply_values(plan.shapes[point.shape].task, [value])
+                applied = apply_values(plan.shapes[point.shape].task, [value])
             except ConfigCompositionException as exc:
                 raise ConfigCompositionException(
                     f"sweep point #{point.num} ({' '.join(point.overrides)}): {_first_line(exc)}"
                 ) from exc
+            leaves[key] = typed.leaf_value(applied, value)
+        point_leaves = [leaves[(point.shape, v.input_line)] for v in point.values]
+        point.assigned = typed.assignments(point_leaves, point.values)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,8 +1,11 @@
 """Running a chunk of sweep points inside one worker (a pool process, a SLURM or Ray task).
 
 A chunk is one shape's composed config and some of its points (:mod:`kernbench.sweep.plan`).
-The worker builds each point's config from the shape (a copy and the point's value
-overrides, ~2 ms instead of Hydra's ~90 ms composition) and runs it in one of two ways:
+The worker builds each point's config from the shape instead of Hydra's ~90 ms
+composition (:class:`PointConfigs`): the shape's typed object with the point's leaves
+set (:mod:`kernbench.sweep.typed`, ~0.05 ms) where that is exact, else a copy of the
+shape's DictConfig with the point's value overrides (~2 ms). It runs the point in one
+of two ways:
 
 - **kernbench's own task** (marked with :func:`point_task`): through
   :func:`kernbench.app.run_job`, the per-point function of the stock path, so rows,
@@ -20,6 +23,7 @@ Nothing here decides scheduling or writes the merged table: the parent does
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import pickle
 import time
@@ -30,6 +34,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
 
 _MARK = "__kernbench_point_task__"
@@ -52,11 +57,12 @@ class Chunk:
     """What one worker task runs: ``config`` is the shape's task config (kernbench
     path) or its full config (generic path)."""
 
-    config: DictConfig
+    config: DictConfig | None  # None when every point takes the typed path
     points: list[Point]
     sweep_dir: str
     cache_dir: str | None = None  # absolute; None with cache=false
     kernbench: bool = True
+    typed: bytes | None = None  # the shape's typed object, pickled (kernbench.sweep.typed)
 
 
 @dataclass
@@ -89,12 +95,32 @@ def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only."""
     if chunk.kernbench:
-        base = pickle.dumps(chunk.config)  # each point starts from an unpickled copy
-        return [run_kernbench_point(chunk, p, base) for p in chunk.points]
+        configs = PointConfigs(chunk)
+        return [run_kernbench_point(chunk, p, configs) for p in chunk.points]
     return [run_hydra_job(chunk, p, task, context) for p in chunk.points]
 
 
-def run_kernbench_point(chunk: Chunk, point: Point, base: bytes | None = None) -> PointResult:
+class PointConfigs:
+    """Builds the config of each point of a chunk: on the typed path when the point and
+    its shape allow it (a dataclass object), else on the shape's DictConfig (a copy
+    with the point's value overrides, by Hydra's function)."""
+
+    def __init__(self, chunk: Chunk) -> None:
+        self.chunk = chunk
+        self._pickled: bytes | None = None  # unpickling copies ~2.5x faster than deepcopy
+
+    def __call__(self, point: Point) -> Any:
+        if self.chunk.typed is not None and point.assigned is not None:
+            return typed.build(self.chunk.typed, point.assigned)
+        if self._pickled is None:
+            assert self.chunk.config is not None  # make_chunks keeps it for such points
+            self._pickled = pickle.dumps(self.chunk.config)
+        return apply_values(self._pickled, point.values)
+
+
+def run_kernbench_point(
+    chunk: Chunk, point: Point, configs: PointConfigs | None = None
+) -> PointResult:
     """One point through ``run_job``, its output captured, its row collected."""
     from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
@@ -106,15 +132,21 @@ def run_kernbench_point(chunk: Chunk, point: Point, base: bytes | None = None) -
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            cfg = apply_values(base or chunk.config, point.values)
+            cfg = (configs or PointConfigs(chunk))(point)
         except Exception as exc:  # a clash only the whole point shows: its error row
             return _composition_error(chunk, point, exc, start)
         out_dir = Path(chunk.sweep_dir) / str(point.num)
-        if OmegaConf.select(cfg, "sim.trace", default=False):
+        if _wants_trace(cfg):
             out_dir.mkdir(parents=True, exist_ok=True)  # only a trace is written there
         status = app.run_job(cfg, out_dir, job, cache, rows=rows)
     error = rows[0].get("error") if rows else None
     return PointResult(point.num, status, error, out.getvalue(), _since(start), rows)
+
+
+def _wants_trace(cfg: Any) -> bool:
+    if dataclasses.is_dataclass(cfg):
+        return bool(cfg.sim.trace)
+    return bool(OmegaConf.select(cfg, "sim.trace", default=False))
 
 
 def _composition_error(chunk: Chunk, point: Point, exc: Exception, start: float) -> PointResult:
@@ -126,19 +158,28 @@ def _composition_error(chunk: Chunk, point: Point, exc: Exception, start: float)
 
 
 def error_result(chunk: Chunk, num: int, message: str) -> PointResult:
-    """An error outcome for a point that gave no row of its own; on the kernbench path
-    its row holds the shape's config (the values the point could not apply are in the
-    sweep's records, and the message names them)."""
+    """An error outcome for a point that gave no row of its own (its worker died, its
+    chunk job failed, its values clash). On the kernbench path its row holds the
+    point's own config where it can be built, else the shape's (the values the point
+    could not apply are in the sweep's records, and the message names them)."""
     if not chunk.kernbench:
         return PointResult(num, "error", message)
     from kernbench.config import flatten
     from kernbench.results import STATUS_ERROR, config_columns, make_row
 
-    columns = config_columns(flatten(chunk.config))
+    columns = config_columns(flatten(_config_of(chunk, num)))
     row = make_row(
         columns, status=STATUS_ERROR, error=message, sweep_id=chunk.sweep_dir, job_num=num
     )
     return PointResult(num, STATUS_ERROR, message, rows=[row])
+
+
+def _config_of(chunk: Chunk, num: int) -> Any:
+    """Point ``num``'s config, or its shape's if the point's values do not apply."""
+    with contextlib.suppress(Exception):
+        [point] = [p for p in chunk.points if p.num == num]
+        return PointConfigs(chunk)(point)
+    return chunk.config if chunk.config is not None else pickle.loads(chunk.typed)
 
 
 def run_hydra_job(chunk: Chunk, point: Point, task: Any, context: Any) -> PointResult:

@@ -3,7 +3,10 @@
 Workers are forked from the parent (on Linux; spawned elsewhere), so they start in
 milliseconds with every module, the task function and Hydra's state already loaded
 (and what :func:`~kernbench.sweep.points.warm_up` loads, which the sweeper calls);
-a chunk carries only its shape's config and its points. Results come back per chunk,
+a chunk carries only its shape's config and its points. The sweeper forks them
+(:meth:`LocalPool.start`) before it composes the points: forking a process of this
+size and delivering its first chunk took 16-22 ms, which then overlaps the parent's
+planning instead of delaying the first chunk. Results come back per chunk,
 in completion order, to a callback in the parent. The parent's objects are frozen out
 of the garbage collector (``gc.freeze``) while workers run, as Python's ``gc`` docs
 advise before a fork: a worker's full collection would otherwise walk (and, writing
@@ -21,7 +24,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
@@ -41,30 +44,61 @@ def worker_count(n_jobs: int | None) -> int:
     return max(1, n_jobs)
 
 
+class LocalPool:
+    """``n_workers`` worker processes for one sweep's chunks. :meth:`start` forks them
+    ahead of time (the sweeper calls it before composing the points), so they are
+    ready, their start-up paid while the parent plans, when the first chunk is cut."""
+
+    def __init__(self, n_workers: int, task: Any, context: Any) -> None:
+        self.n_workers = n_workers
+        self.task, self.context = task, context
+        self._pool: ProcessPoolExecutor | None = None
+
+    def start(self) -> None:
+        """Fork the workers now (with ``fork``, the first submit starts every worker)."""
+        global _WORKER_STATE
+        if self._pool is not None:
+            return
+        _WORKER_STATE = (self.task, self.context)  # inherited by forked workers
+        gc.freeze()  # see the module's docstring; undone when the chunks have run
+        self._pool = ProcessPoolExecutor(self.n_workers, mp_context=_context())
+        self._pool.submit(_ready)
+
+    def close(self) -> None:
+        """Shut down workers that were started but never given chunks."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+            gc.unfreeze()
+
+    def run(self, chunks: Iterable[Chunk], on_result: OnResult) -> None:
+        """Run ``chunks`` (on the started workers, if any), each sent as soon as the
+        iterable yields it; ``on_result`` sees every point. The workers are shut down
+        on return."""
+        self.start()
+        first, self._pool = self._pool, None
+        try:
+            broken = _round(first, chunks, on_result)
+            singles = [replace(c, points=[p]) for c in broken for p in c.points]
+            for chunk in singles:  # one at a time, so a crash names its own point
+                if _round(ProcessPoolExecutor(1, mp_context=_context()), [chunk], on_result):
+                    on_result(_died(chunk))
+        finally:
+            gc.unfreeze()
+
+
 def run_chunks(
-    chunks: list[Chunk], n_workers: int, on_result: OnResult, task: Any, context: Any
+    chunks: Iterable[Chunk], n_workers: int, on_result: OnResult, task: Any, context: Any
 ) -> None:
-    """Run ``chunks`` on ``n_workers`` processes; ``on_result`` sees every point."""
-    global _WORKER_STATE
-    _WORKER_STATE = (task, context)  # inherited by forked workers
-    gc.freeze()  # see the module's docstring
-    try:
-        broken = _round(chunks, n_workers, on_result)
-        singles = [replace(c, points=[p]) for c in broken for p in c.points]
-        for chunk in singles:  # one at a time, so a crash names its own point
-            if _round([chunk], 1, on_result):
-                on_result(_died(chunk))
-    finally:
-        gc.unfreeze()
+    """Run ``chunks`` on ``n_workers`` new processes; ``on_result`` sees every point."""
+    LocalPool(n_workers, task, context).run(chunks, on_result)
 
 
-def _round(chunks: list[Chunk], n_workers: int, on_result: OnResult) -> list[Chunk]:
-    """Run ``chunks`` in one pool; return those lost to a dead worker."""
-    if not chunks:
-        return []
+def _round(pool: ProcessPoolExecutor, chunks: Iterable[Chunk], on_result: OnResult) -> list[Chunk]:
+    """Run ``chunks`` in ``pool`` (shut down on return); return those lost to a dead
+    worker."""
     broken: list[Chunk] = []
-    workers = min(n_workers, len(chunks))
-    with ProcessPoolExecutor(workers, mp_context=_context()) as pool:
+    with pool:
         pending: dict[Future, Chunk] = {pool.submit(_work, c): c for c in chunks}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -80,6 +114,10 @@ def _round(chunks: list[Chunk], n_workers: int, on_result: OnResult) -> list[Chu
                 for result in results:
                     on_result(result)
     return broken
+
+
+def _ready() -> None:
+    """The no-op task that makes a pool fork its workers."""
 
 
 def _work(chunk: Chunk) -> list[PointResult]:

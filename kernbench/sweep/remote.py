@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ class ChunkJobs:
         self.context = context
         self.sweep_dir = sweep_dir.resolve()
 
-    def __call__(self, chunks: list[Chunk], on_result: Callable[[PointResult], None]) -> None:
+    def __call__(self, chunks: Iterable[Chunk], on_result: Callable[[PointResult], None]) -> None:
+        chunks = list(chunks)
         folder = self.sweep_dir / CHUNKS_DIR
         folder.mkdir(parents=True, exist_ok=True)
         for n, chunk in enumerate(chunks):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.sweep import callbacks, pool
 from kernbench.sweep.plan import Plan, Planner, screen
-from kernbench.sweep.points import PointResult, is_point_task, warm_up
+from kernbench.sweep.points import Chunk, PointResult, is_point_task, warm_up
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
     fixed_sizes,
@@ -58,6 +58,7 @@ class FastLauncher(Launcher):
         self.config: DictConfig | None = None
         self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
+        self.pool: pool.LocalPool | None = None  # started early by the sweeper
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
@@ -70,9 +71,26 @@ class FastLauncher(Launcher):
     def workers(self) -> int:
         return pool.worker_count(self.n_jobs)
 
-    def run_chunks(self, chunks: list, on_result: Any) -> None:
-        """Run a sweeper's chunks; ``on_result`` sees each point as its chunk ends."""
-        pool.run_chunks(chunks, self.workers, on_result, self.task_function, self.hydra_context)
+    def start_workers(self) -> None:
+        """Fork the workers now, for the chunks :meth:`run_chunks` will be given."""
+        if self.pool is None:
+            self.pool = pool.LocalPool(self.workers, self.task_function, self.hydra_context)
+        self.pool.start()
+
+    def stop_workers(self) -> None:
+        """Shut down workers started by :meth:`start_workers` and never used."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def run_chunks(self, chunks: Iterable[Chunk], on_result: Any) -> None:
+        """Run a sweeper's chunks, on the workers :meth:`start_workers` forked if any;
+        ``on_result`` sees each point as its chunk ends."""
+        if self.pool is None:
+            pool.run_chunks(chunks, self.workers, on_result, self.task_function, self.hydra_context)
+            return
+        started, self.pool = self.pool, None
+        started.run(chunks, on_result)
 
     def launch(
         self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
@@ -83,7 +101,7 @@ class FastLauncher(Launcher):
             job_overrides, initial_job_idx
         )
         base = {"sweep_dir": str(self.config.hydra.sweep.dir), "kernbench": False}
-        chunks = make_chunks(plan, guided_sizes(self.workers), base)
+        chunks = list(make_chunks(plan, guided_sizes(self.workers), base))
         log.info(f"Launching {len(plan.points)} jobs on {self.workers} local workers")
         results: dict[int, PointResult] = {}
         self.run_chunks(chunks, lambda r: results.__setitem__(r.num, r))
@@ -144,13 +162,21 @@ class FastSweeper(Sweeper):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         jobs = [job for batch in batches for job in batch]
-        plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
-        if self.dry_run:
-            return dry_run(plan, is_point_task(self.task_function))
-        screen(plan)
-        if not is_point_task(self.task_function):
-            return self.launch_batches(batches)
-        return self.run_points(plan, sweep_dir)
+        local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
+        if local and not self.dry_run:
+            warm_up()  # once, before the workers fork
+            self.launcher.start_workers()  # they start while the points are composed
+        try:
+            plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
+            if self.dry_run:
+                return dry_run(plan, is_point_task(self.task_function))
+            screen(plan)
+            if not is_point_task(self.task_function):
+                return self.launch_batches(batches)
+            return self.run_points(plan, sweep_dir)
+        finally:
+            if local:
+                self.launcher.stop_workers()
 
     def launch_batches(self, batches: list[list[list[str]]]) -> list[Sequence[JobReturn]]:
         """Any task function: batch by batch through the launcher, as the basic sweeper."""
@@ -172,7 +198,6 @@ class FastSweeper(Sweeper):
         write_records(plan, self.config, sweep_dir)
         base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir()}
         if isinstance(self.launcher, FastLauncher):
-            warm_up()  # once, before the workers fork and before the points' clock starts
             sizes = guided_sizes(self.launcher.workers)
             runner = self.launcher.run_chunks
         else:
