@@ -75,7 +75,7 @@ def run_job(
 ) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
     ``cfg`` may also be the typed object already (the fast sweep's typed path,
-    :mod:`kernbench.sweep.typed`); it is validated either way.
+    :mod:`kernbench.sweep.typed`), handed over: it is validated in place.
 
     With ``rows`` the row is appended there instead of written (the fast sweep,
     :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
@@ -90,7 +90,9 @@ def run_job(
     typed: Any = cfg
     columns, key = None, None
     try:
-        typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg))
+        # A typed cfg is this point's own object (kernbench.sweep.typed built it), and
+        # to_object makes a new one: either way the derived values can go into it.
+        typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg), in_place=True)
         columns = config_columns(flatten(typed))
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)

@@ -69,7 +69,7 @@ def assert_same_as_hydra(loader, master, jobs) -> tuple[int, int]:
     """(number of shapes, points that took the typed path)."""
     plan = Planner(loader, master).plan(jobs)
     screen(plan)  # fills in each point's typed assignments
-    bases = {n: plan.typed_base(plan.run_task(n)) for n in range(len(plan.shapes))}
+    bases = {n: plan.typed_base(n) for n in range(len(plan.shapes))}
     n_typed = 0
     for point in plan.points:
         expected = loader.load_sweep_config(master, list(point.overrides))

@@ -10,7 +10,7 @@ live in :mod:`kernbench.config.validate`, which runs these first.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -92,10 +92,12 @@ def get_key(cfg: Any, dotted: str) -> Any:
 
 
 def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Every non-dataclass value under ``node``, with its dotted key."""
+    """Every non-dataclass value under ``node``, with its dotted key. (Every point of a
+    sweep is validated: the dataclass test is ``dataclasses.is_dataclass``'s own, on
+    the value's type, without its function call.)"""
     for name, value in vars(node).items():
         key = f"{prefix}{name}"
-        if dataclasses.is_dataclass(value):
+        if hasattr(type(value), "__dataclass_fields__"):
             yield from leaves(value, key + ".")
         else:
             yield key, value
@@ -119,9 +121,15 @@ def finite(cfg: KernBenchConfig) -> None:
 
 def suffix_rules(cfg: KernBenchConfig) -> None:
     for key, value in leaves(cfg):
-        for suffix, ok, limit in SUFFIX_RULES:
-            if key.endswith(suffix) and value is not None and not ok(value):
+        for ok, limit in _suffix_rules_of(key):
+            if value is not None and not ok(value):
                 raise ConfigError(key, f"{value} {limit}")
+
+
+@functools.cache
+def _suffix_rules_of(key: str) -> tuple[tuple[Callable[[Any], bool], str], ...]:
+    """The :data:`SUFFIX_RULES` whose suffix ``key`` ends with, in their order."""
+    return tuple((ok, limit) for suffix, ok, limit in SUFFIX_RULES if key.endswith(suffix))
 
 
 def at_least_one(cfg: KernBenchConfig) -> None:

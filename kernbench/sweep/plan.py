@@ -87,19 +87,24 @@ class Plan:
         """The full config of ``point``, as ``load_sweep_config`` gives stock launchers."""
         return point_config(self.shapes[point.shape].config, point)
 
+    def overridden(self, shape: int) -> set[str]:
+        """Every key a point of ``shape`` overrides."""
+        return {v.key_or_group for p in self.points if p.shape == shape for v in p.values}
+
     def run_task(self, shape: int) -> DictConfig:
         """The shape's task config with every interpolation its points cannot change
         resolved once (see :func:`resolve_fixed`): what the workers start each point from."""
-        keys = {v.key_or_group for p in self.points if p.shape == shape for v in p.values}
-        return resolve_fixed(self.shapes[shape].task, keys)
+        return resolve_fixed(self.shapes[shape].task, self.overridden(shape))
 
-    def typed_base(self, run_task: DictConfig) -> bytes | None:
-        """The typed object of a shape's :meth:`run_task`, pickled, for the typed path;
-        None if an interpolation is left in it (a point's value could change what it
-        reads) or it does not convert."""
-        if next(_interpolations(run_task, ""), None) is not None:
+    def typed_base(self, shape: int) -> bytes | None:
+        """The shape's typed object, pickled, for the typed path; None if a point's
+        value could change what an interpolation reads, or the config does not convert.
+        (With no such interpolation, converting the task config resolves each one to
+        the value :meth:`run_task` would fix.)"""
+        task = self.shapes[shape].task
+        if changeable_interpolations(task, self.overridden(shape)):
             return None
-        return typed.pickled_object(run_task)
+        return typed.pickled_object(task)
 
 
 class Planner:
@@ -189,7 +194,18 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
     spreads until nothing changes, and only untainted interpolations are resolved.
     The resolved values are those every point would have read (same resolver cache)."""
     cfg = copy.deepcopy(task)
-    found = [(key, text, _referenced_names(text)) for key, text in _interpolations(cfg, "")]
+    changeable = set(changeable_interpolations(cfg, overridden))
+    for key, _ in _interpolations(cfg, ""):
+        if key not in changeable:
+            _resolve_in_place(cfg, key)
+    return cfg
+
+
+def changeable_interpolations(task: DictConfig, overridden: set[str]) -> list[str]:
+    """The dotted keys of the interpolations in ``task`` whose value a point overriding
+    ``overridden`` could change: those under a tainted top-level key (see
+    :func:`resolve_fixed`)."""
+    found = [(key, text, _referenced_names(text)) for key, text in _interpolations(task, "")]
     tainted = {key.split(".")[0] for key in overridden}
     grew = True
     while grew:
@@ -199,10 +215,7 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
             if top not in tainted and ("${." in text or names & tainted):
                 tainted.add(top)
                 grew = True
-    for key, _, _ in found:
-        if key.split(".")[0] not in tainted:
-            _resolve_in_place(cfg, key)
-    return cfg
+    return [key for key, _, _ in found if key.split(".")[0] in tainted]
 
 
 def _referenced_names(text: str) -> set[str]:

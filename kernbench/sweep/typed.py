@@ -13,8 +13,9 @@ once per distinct override while the sweep is screened).
 That is exact only when nothing else can read the leaf, so the typed path is taken
 only when all of these hold, and the OmegaConf path otherwise:
 
-- the shape's task config, its fixed interpolations resolved (``Plan.run_task``), has
-  no interpolation left (none can read an overridden value);
+- no interpolation in the shape's task config can read a key its points override
+  (``plan.changeable_interpolations`` finds none), so converting the config once
+  resolves every interpolation to the value each point would read;
 - every value override of the point is a plain ``key=value`` (no ``+``, ``++``, ``~``)
   that sets a leaf reached through dict nodes only, to a value that is neither an
   interpolation nor missing (``???``).
@@ -38,7 +39,7 @@ NOT_A_LEAF = object()  # what leaf_value returns for an override the typed path 
 
 def pickled_object(run_task: DictConfig) -> bytes | None:
     """The shape's typed object, pickled; None if the config does not convert. The
-    caller (``Plan.typed_base``) has checked no interpolation is left."""
+    caller (``Plan.typed_base``) has checked no point can change an interpolation."""
     try:
         return pickle.dumps(OmegaConf.to_object(run_task))
     except Exception:  # e.g. a missing value: each point reports it on the OmegaConf path
