@@ -26,6 +26,7 @@ from omegaconf import OmegaConf, open_dict
 from kernbench.config.store import conf_dir, experiment_files, register_configs
 from kernbench.sweep import typed
 from kernbench.sweep.plan import Planner, apply_values, resolve_fixed, screen, without_hydra
+from kernbench.sweep.run import save_config, write_records
 
 
 @pytest.fixture
@@ -183,3 +184,38 @@ def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
     assert OmegaConf.is_interpolation(cfg.d, "free")  # the original is left alone
     fixed.c.y = 2  # what a point's override does: the chain follows it
     assert (fixed.a, fixed.b.rel) == (2, 2)
+
+
+@pytest.mark.parametrize("preset", [p.stem for p in experiment_files()])
+def test_shape_records_load_back_as_composed(loader, preset, tmp_path):
+    """``.hydra/shapes/<n>.yaml`` is each shape's composed config: ``OmegaConf.load``
+    reads back exactly what Hydra composed (unresolved, ``hydra`` node included)."""
+    master, jobs = master_and_points(loader, [f"+experiment={preset}"])
+    plan = Planner(loader, master).plan(jobs)
+    write_records(plan, master, tmp_path)
+    for n, shape in enumerate(plan.shapes):
+        loaded = OmegaConf.load(tmp_path / ".hydra" / "shapes" / f"{n}.yaml")
+        assert OmegaConf.to_container(loaded) == OmegaConf.to_container(
+            shape.config, enum_to_str=True
+        )
+
+
+def test_saved_configs_keep_strings_that_look_like_other_types(tmp_path):
+    """Strings OmegaConf's loader would read as a float, bool, null or int stay strings;
+    interpolations and missing values stay as written."""
+    cfg = OmegaConf.create(
+        {
+            "as_float": "1e3",
+            "as_bool": "true",
+            "as_null": "null",
+            "as_int": "42",
+            "inf": ".inf",
+            "interp": "${as_int}/x",
+            "missing": "???",
+            "nested": {"list": ["1_000", 2.5, None, "off"]},
+        }
+    )
+    save_config(cfg, tmp_path / "c.yaml")
+    loaded = OmegaConf.load(tmp_path / "c.yaml")
+    assert OmegaConf.to_container(loaded) == OmegaConf.to_container(cfg)
+    assert OmegaConf.is_missing(loaded, "missing")

@@ -2,7 +2,8 @@
 
 Given a :class:`~kernbench.sweep.plan.Plan`, this module
 
-- writes the sweep's records into ``<sweep>/.hydra/``: ``overrides.yaml`` (the command
+- writes the sweep's records into ``<sweep>/.hydra/`` (once the chunks are cut and
+  sent, so the workers need not wait for them): ``overrides.yaml`` (the command
   line's task overrides), ``points.yaml`` (every point's overrides, by job number) and
   ``shapes/<n>.yaml`` (the composed config of each shape). With a point's row, which
   holds every resolved value, they are enough to rerun any point or the whole sweep;
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf._utils import get_yaml_loader
 
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
@@ -94,7 +97,15 @@ def write_records(plan: Plan, master: DictConfig, sweep_dir: Path) -> None:
     points = {p.num: {"shape": p.shape, "overrides": list(p.overrides)} for p in plan.points}
     (records / "points.yaml").write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
     for n, shape in enumerate(plan.shapes):
-        OmegaConf.save(shape.config, records / "shapes" / f"{n}.yaml")
+        save_config(shape.config, records / "shapes" / f"{n}.yaml")
+
+
+def save_config(cfg: DictConfig, path: Path) -> None:
+    """``OmegaConf.save(cfg, path)`` (unresolved) through YAML's C emitter: the same
+    document for ``OmegaConf.load``, in ~1 ms instead of ~7 ms a shape (the records
+    are written while the first chunks run, on the cores the workers use)."""
+    data = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
+    path.write_text(yaml.dump(data, Dumper=_RecordDumper, sort_keys=False, allow_unicode=True))
 
 
 class Gather:
@@ -107,6 +118,8 @@ class Gather:
         self.results: dict[int, PointResult] = {}
         self.bar = SweepBar(total)
         self.log = (sweep_dir / POINTS_LOG).open("a")
+        started = datetime.fromtimestamp(self.bar.start).isoformat(timespec="microseconds")
+        self.log.write(f"# sweep of {total} points started {started}\n")
 
     def __call__(self, result: PointResult) -> None:
         self.results[result.num] = result
@@ -129,15 +142,41 @@ class Gather:
         return MergeOutcome(path, len(self.rows), n_errors, n_cached)
 
 
-def run_plan(plan: Plan, chunks: Iterable[Chunk], sweep_dir: Path, run: RunChunks) -> Gather:
-    """Run every chunk with ``run`` and gather the results (closed on return)."""
+def run_plan(
+    plan: Plan,
+    chunks: Iterable[Chunk],
+    sweep_dir: Path,
+    run: RunChunks,
+    then: Callable[[], None] = lambda: None,
+) -> Gather:
+    """Run every chunk with ``run`` and gather the results (closed on return).
+    ``then`` runs once ``run`` has taken the last chunk (the records: written while
+    the first chunks run rather than before them, ~17 ms for a 50-point sweep)."""
     overrides = {p.num: p.overrides for p in plan.points}
     gather = Gather(sweep_dir, len(plan.points), overrides)
+    pending = [then]  # emptied once it has run
     try:
-        run(chunks, gather)
+        run(_then(chunks, pending), gather)
     finally:
         gather.close()
+        while pending:  # the run ended early (an interrupt): the records still count
+            pending.pop()()
     return gather
 
 
+def _then(chunks: Iterable[Chunk], pending: list[Callable[[], None]]) -> Iterator[Chunk]:
+    yield from chunks
+    while pending:
+        pending.pop()()
+
+
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _RecordDumper(_DUMPER):  # type: ignore[misc,valid-type]
+    """YAML's safe dumper, quoting every string OmegaConf's own loader would not read
+    back as a string (``1e3`` is a float to it, not to YAML 1.1): it takes that
+    loader's implicit resolvers (``omegaconf._utils.get_yaml_loader``, OmegaConf 2.3)."""
+
+
+_RecordDumper.yaml_implicit_resolvers = get_yaml_loader().yaml_implicit_resolvers
