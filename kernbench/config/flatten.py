@@ -11,7 +11,6 @@ be converted to objects, so its error row still records what was asked for).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator, Mapping
 from enum import Enum
@@ -40,12 +39,14 @@ def _as_tree(cfg: Any) -> Any:
 
 
 def _walk(node: Any, prefix: str) -> Iterator[tuple[str, Scalar]]:
-    items = vars(node).items() if dataclasses.is_dataclass(node) else node.items()
+    # Every sweep point is flattened (its row's columns): the dataclass test is
+    # dataclasses.is_dataclass's own, on the value's type, without its function call.
+    items = node.items() if isinstance(node, Mapping) else vars(node).items()
     for name, value in items:
         if name in _DROPPED and not prefix:
             continue
         key = f"{prefix}{name}"
-        if dataclasses.is_dataclass(value) or isinstance(value, Mapping):
+        if hasattr(type(value), "__dataclass_fields__") or isinstance(value, Mapping):
             yield from _walk(value, key + ".")
         else:
             yield key, _scalar(value)
