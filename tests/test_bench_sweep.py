@@ -59,13 +59,16 @@ def timed_sweep(tmp_path: Path, name: str, *overrides: str) -> tuple[float, list
 
 
 def points_window(sweep_dir: Path) -> float:
-    """Seconds from the sweep's start of running (the time ``points.log``'s first line
-    gives: written when the log opens, once every point is composed and validated,
-    before any chunk is cut) to the last point's line in it (the file's time): the
-    progress line's 0.1 s is too coarse for a sweep whose points take 0.2 s."""
-    log = sweep_dir / "points.log"
-    [started] = re.findall(r"^# sweep of \d+ points started (\S+)$", log.read_text(), re.M)
-    return log.stat().st_mtime - datetime.fromisoformat(started).timestamp()
+    """Seconds from the sweep's start of running to its last point's result coming
+    back, as ``points.log``'s first and last lines give them (written by the sweep,
+    to the microsecond): it starts running once every point is composed and
+    validated, before any chunk is cut. (The progress line's 0.1 s is too coarse for
+    a sweep whose points take 0.2 s, and file times move in steps of the kernel's
+    clock tick, 4 ms here.)"""
+    text = (sweep_dir / "points.log").read_text()
+    [started] = re.findall(r"^# sweep of \d+ points started (\S+)$", text, re.M)
+    [last] = re.findall(r"^# \d+ points done, the last at (\S+)$", text, re.M)
+    return (datetime.fromisoformat(last) - datetime.fromisoformat(started)).total_seconds()
 
 
 def sim_total(rows: list[dict]) -> float:

@@ -84,23 +84,33 @@ POWER_OF_TWO: tuple[str, ...] = (
 def get_key(cfg: Any, dotted: str) -> Any:
     """The value at a dotted key, or ``ABSENT`` when some part does not exist."""
     node = cfg
-    for part in dotted.split("."):
+    for part in _parts(dotted):
         node = getattr(node, part, ABSENT)
         if node is ABSENT:
             return ABSENT
     return node
 
 
-def leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Every non-dataclass value under ``node``, with its dotted key. (Every point of a
-    sweep is validated: the dataclass test is ``dataclasses.is_dataclass``'s own, on
-    the value's type, without its function call.)"""
+@functools.cache
+def _parts(dotted: str) -> tuple[str, ...]:
+    return tuple(dotted.split("."))
+
+
+def leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Every non-dataclass value under ``node``, with its dotted key. (Every sweep
+    point is validated: a plain recursion filling one list, and the dataclass test is
+    ``dataclasses.is_dataclass``'s own, on the value's type, without its call.)"""
+    out: list[tuple[str, Any]] = []
+    _leaves(node, prefix, out)
+    return out
+
+
+def _leaves(node: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
     for name, value in vars(node).items():
-        key = f"{prefix}{name}"
         if hasattr(type(value), "__dataclass_fields__"):
-            yield from leaves(value, key + ".")
+            _leaves(value, f"{prefix}{name}.", out)
         else:
-            yield key, value
+            out.append((f"{prefix}{name}", value))
 
 
 def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
@@ -112,15 +122,14 @@ def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, 
             yield key, value
 
 
-def finite(cfg: KernBenchConfig) -> None:
-    """No inf or nan anywhere: every later rule and every formula assumes real numbers."""
-    for key, value in leaves(cfg):
+def leaf_limits(cfg: KernBenchConfig) -> None:
+    """No inf or nan anywhere (every later rule and every formula assumes real
+    numbers), then the unit suffix limits (:data:`SUFFIX_RULES`); one walk for both."""
+    items = leaves(cfg)
+    for key, value in items:
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(key, f"{value} is not a finite number")
-
-
-def suffix_rules(cfg: KernBenchConfig) -> None:
-    for key, value in leaves(cfg):
+    for key, value in items:
         for ok, limit in _suffix_rules_of(key):
             if value is not None and not ok(value):
                 raise ConfigError(key, f"{value} {limit}")
@@ -172,8 +181,7 @@ def pa_field_limits(cfg: KernBenchConfig) -> None:
 
 
 KEY_RULES: tuple[Callable[[KernBenchConfig], None], ...] = (
-    finite,
-    suffix_rules,
+    leaf_limits,
     at_least_one,
     non_negative,
     at_most,

@@ -2,8 +2,7 @@
 
 Given a :class:`~kernbench.sweep.plan.Plan`, this module
 
-- writes the sweep's records into ``<sweep>/.hydra/`` (once the chunks are cut and
-  sent, so the workers need not wait for them): ``overrides.yaml`` (the command
+- writes the sweep's records into ``<sweep>/.hydra/``: ``overrides.yaml`` (the command
   line's task overrides), ``points.yaml`` (every point's overrides, by job number) and
   ``shapes/<n>.yaml`` (the composed config of each shape). With a point's row, which
   holds every resolved value, they are enough to rerun any point or the whole sweep;
@@ -20,6 +19,7 @@ Given a :class:`~kernbench.sweep.plan.Plan`, this module
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -64,11 +64,11 @@ def make_chunks(plan: Plan, sizes: ChunkSizes, base: dict[str, Any]) -> Iterator
     Chunks run in this order, so the sweep's last chunks are the last shape's.
     ``base`` holds the Chunk fields every chunk shares (sweep dir, cache, path).
 
-    A generator: a shape's config is prepared only when its first chunk is due, so the
-    workers start on the first shape while the parent prepares the next. A chunk
-    whose points all take the typed path carries the shape's typed object alone
-    (~1.5 ms to make); the DictConfig with its fixed interpolations resolved (~5 ms,
-    and ~0.7 ms a chunk to pickle) is made only for chunks with other points."""
+    A chunk whose points all take the typed path carries the shape's typed object
+    alone (``Plan.typed_base``, made before the points start). The DictConfig with
+    its fixed interpolations resolved (~5 ms a shape, ~0.7 ms a chunk to pickle) is
+    made only for a chunk with other points, when that chunk is due: a generator, so
+    workers run the first chunks while the parent prepares the next shape's."""
     by_shape: dict[int, list[Point]] = {}
     for point in plan.points:
         by_shape.setdefault(point.shape, []).append(point)
@@ -118,8 +118,8 @@ class Gather:
         self.results: dict[int, PointResult] = {}
         self.bar = SweepBar(total)
         self.log = (sweep_dir / POINTS_LOG).open("a")
-        started = datetime.fromtimestamp(self.bar.start).isoformat(timespec="microseconds")
-        self.log.write(f"# sweep of {total} points started {started}\n")
+        self.log.write(f"# sweep of {total} points started {_stamp(self.bar.start)}\n")
+        self.last_result = self.bar.start
 
     def __call__(self, result: PointResult) -> None:
         self.results[result.num] = result
@@ -128,9 +128,14 @@ class Gather:
         self.log.write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
         self.log.flush()
         self.bar.point_done(result, lines)
+        self.last_result = time.time()
 
     def close(self) -> None:
+        """End the bar and the log; the log's last line says when the last point's
+        result came back (its first, when the sweep started running)."""
         self.bar.close()
+        done = len(self.results)
+        self.log.write(f"# {done} points done, the last at {_stamp(self.last_result)}\n")
         self.log.close()
 
     def merge(self) -> MergeOutcome:
@@ -142,32 +147,19 @@ class Gather:
         return MergeOutcome(path, len(self.rows), n_errors, n_cached)
 
 
-def run_plan(
-    plan: Plan,
-    chunks: Iterable[Chunk],
-    sweep_dir: Path,
-    run: RunChunks,
-    then: Callable[[], None] = lambda: None,
-) -> Gather:
-    """Run every chunk with ``run`` and gather the results (closed on return).
-    ``then`` runs once ``run`` has taken the last chunk (the records: written while
-    the first chunks run rather than before them, ~17 ms for a 50-point sweep)."""
+def _stamp(t: float) -> str:
+    return datetime.fromtimestamp(t).isoformat(timespec="microseconds")
+
+
+def run_plan(plan: Plan, chunks: Iterable[Chunk], sweep_dir: Path, run: RunChunks) -> Gather:
+    """Run every chunk with ``run`` and gather the results (closed on return)."""
     overrides = {p.num: p.overrides for p in plan.points}
     gather = Gather(sweep_dir, len(plan.points), overrides)
-    pending = [then]  # emptied once it has run
     try:
-        run(_then(chunks, pending), gather)
+        run(chunks, gather)
     finally:
         gather.close()
-        while pending:  # the run ended early (an interrupt): the records still count
-            pending.pop()()
     return gather
-
-
-def _then(chunks: Iterable[Chunk], pending: list[Callable[[], None]]) -> Iterator[Chunk]:
-    yield from chunks
-    while pending:
-        pending.pop()()
 
 
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)

@@ -195,6 +195,9 @@ class FastSweeper(Sweeper):
     def run_points(self, plan: Plan, sweep_dir: Path) -> list[str]:
         """kernbench's task: every point in chunks, then ``results.parquet``."""
         assert self.config is not None and self.launcher is not None
+        for shape in range(len(plan.shapes)):  # per-shape work, done before points start
+            plan.typed_base(shape)
+        write_records(plan, self.config, sweep_dir)
         base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir()}
         if isinstance(self.launcher, FastLauncher):
             sizes = guided_sizes(self.launcher.workers)
@@ -206,8 +209,7 @@ class FastSweeper(Sweeper):
             runner = ChunkJobs(self.launcher, self.config, self.hydra_context, sweep_dir)
         if self.chunk_size:
             sizes = fixed_sizes(self.chunk_size)
-        records = lambda: write_records(plan, self.config, sweep_dir)  # noqa: E731
-        gather = run_plan(plan, make_chunks(plan, sizes, base), sweep_dir, runner, records)
+        gather = run_plan(plan, make_chunks(plan, sizes, base), sweep_dir, runner)
         outcome = gather.merge()
         callbacks.record_outcome(outcome, sweep_dir)
         return [gather.results[p.num].status for p in plan.points]
