@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -34,12 +33,6 @@ from typing import Any
 from kernbench.sweep.points import Chunk, PointResult, run_chunk
 
 OnResult = Callable[[PointResult], None]
-# While chunks run, the parent's main thread cuts the next shape's chunks and writes the
-# sweep's records while the pool's threads (its manager, its queue's feeder) hand chunks
-# to workers. With Python's default 5 ms switch interval a chunk waited up to 5 ms for
-# them to get the GIL; 0.5 ms (in the parent only, while chunks run) cut the first
-# chunk's delivery from ~5 to ~1 ms.
-_SWITCH_S = 0.0005
 _WORKER_STATE: tuple[Any, Any] = (None, None)  # (task function, HydraContext)
 
 
@@ -84,8 +77,6 @@ class LocalPool:
         on return."""
         self.start()
         first, self._pool = self._pool, None
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(_SWITCH_S)
         try:
             broken = _round(first, chunks, on_result)
             singles = [replace(c, points=[p]) for c in broken for p in c.points]
@@ -93,7 +84,6 @@ class LocalPool:
                 if _round(ProcessPoolExecutor(1, mp_context=_context()), [chunk], on_result):
                     on_result(_died(chunk))
         finally:
-            sys.setswitchinterval(switch)
             gc.unfreeze()
 
 
