@@ -78,17 +78,29 @@ class PointResult:
     job_return: Any = None  # Hydra's JobReturn, generic path only
 
 
-def warm_up() -> None:
+def warm_up(task: DictConfig | None = None) -> None:
     """Load, before workers are forked, what every point needs once per process (the
     app module, which ``python -m kernbench.app`` has only as ``__main__``; the git
     commit and the source fingerprint the rows and cache keys carry), so each worker
-    inherits it instead of paying for it."""
-    from kernbench import app  # noqa: F401
+    inherits it instead of paying for it. With a ``task`` config, also take it once
+    through what every point does around its simulation (validate, flatten, make its
+    row): the caches that fills are inherited too, and each worker's first point
+    cost ~1 ms less (2.4-3.0 -> 1.3-2.1 ms outside its simulation). A task config
+    that does not validate (its points may fix it) is simply skipped."""
+    from kernbench import app
+    from kernbench.config import flatten, validate
+    from kernbench.results import STATUS_OK, config_columns, make_row
     from kernbench.results.identity import git_commit
     from kernbench.sweep.cache import source_fingerprint
 
     git_commit()
     source_fingerprint()
+    if task is None:
+        return
+    with contextlib.suppress(Exception):
+        typed = validate(OmegaConf.to_object(task), in_place=True)
+        make_row(config_columns(flatten(typed)), status=STATUS_OK, sweep_id="", job_num=0)
+        app.must_simulate(typed)
 
 
 def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any = None) -> list:

@@ -36,7 +36,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.sweep import callbacks, pool
-from kernbench.sweep.plan import Plan, Planner, screen
+from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
 from kernbench.sweep.points import Chunk, PointResult, is_point_task, warm_up
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
@@ -164,7 +164,7 @@ class FastSweeper(Sweeper):
         jobs = [job for batch in batches for job in batch]
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
         if local and not self.dry_run:
-            warm_up()  # once, before the workers fork
+            warm_up(without_hydra(self.config))  # once, before the workers fork
             self.launcher.start_workers()  # they start while the points are composed
         try:
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
