@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 Scalar = str | int | float | bool | None
 
 _DROPPED = frozenset({"defaults"})
+_PLAIN = frozenset({int, float, str, bool, type(None)})
 
 
 def flatten(cfg: Any) -> dict[str, Scalar]:
@@ -48,7 +49,10 @@ def _walk(node: Any, prefix: str, out: dict[str, Scalar]) -> None:
     for name, value in items:
         if name in _DROPPED and not prefix:
             continue
-        if hasattr(type(value), "__dataclass_fields__") or isinstance(value, Mapping):
+        kind = type(value)
+        if kind in _PLAIN:  # most values: stored as they are, no call
+            out[f"{prefix}{name}"] = value
+        elif hasattr(kind, "__dataclass_fields__") or isinstance(value, Mapping):
             _walk(value, f"{prefix}{name}.", out)
         else:
             out[f"{prefix}{name}"] = _scalar(value)

@@ -107,10 +107,14 @@ def leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 def _leaves(node: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
     for name, value in vars(node).items():
-        if hasattr(type(value), "__dataclass_fields__"):
+        kind = type(value)
+        if kind not in _PLAIN and hasattr(kind, "__dataclass_fields__"):
             _leaves(value, f"{prefix}{name}.", out)
         else:
             out.append((f"{prefix}{name}", value))
+
+
+_PLAIN = frozenset({int, float, str, bool, type(None)})  # most values: never a dataclass
 
 
 def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
