@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -79,7 +80,13 @@ def test_small_sweep_merges_every_point(tmp_path):
     done = [int(m) for m in re.findall(r"sweep: (\d+)/4 points", proc.stderr)]
     assert done == [1, 2, 3, 4]
     assert "sim_time_ns" not in proc.stdout
-    assert (sweep / "points.log").read_text().count("sim_time_ns") == 4
+    log = (sweep / "points.log").read_text().splitlines()
+    assert "\n".join(log).count("sim_time_ns") == 4
+    # Its first and last lines time the run: started, then the last result back.
+    [started] = re.findall(r"^# sweep of 4 points started (\S+)$", log[0])
+    [ended] = re.findall(r"^# 4 points done, the last at (\S+)$", log[-1])
+    spent = datetime.fromisoformat(ended) - datetime.fromisoformat(started)
+    assert 0 < spent.total_seconds() < sum(r["wall_s"] for r in rows) + 60
 
     point = {
         (r["topology.cube.memory_map.hbm_mapping_mode"], r["workload.access_bytes"]): r

@@ -19,6 +19,7 @@ from hydra.types import RunMode
 from kernbench import app
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.sweep.plan import Planner, screen
+from kernbench.sweep.points import run_chunk
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import fixed_sizes, guided_sizes, make_chunks
 
@@ -105,3 +106,27 @@ def test_chunks_hold_one_shape_and_shrink_towards_the_end(tmp_path):
     assert all(len({p.shape for p in c.points}) == 1 for c in chunks)
     shapes = [plan.shapes[c.points[0].shape].groups[-1] for c in chunks[2:4]]
     assert shapes == ["address=pa", "address=va"]
+
+
+def test_a_chunk_mixing_typed_and_omegaconf_points_runs_each_point(tmp_path):
+    """One shape whose points take both paths of PointConfigs: plain values (typed)
+    and a value that is an interpolation (OmegaConf: it reads another key). The chunk
+    carries both the typed object and the DictConfig, and each point simulates its
+    own config: one PE streams bytes_per_pe in 4 KiB accesses."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        loader = GlobalHydra.instance().hydra.config_loader
+        master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+        values = ["8192", "${workload.access_bytes}", "12288"]
+        plan = Planner(loader, master).plan(
+            [[*SMALL, f"workload.bytes_per_pe={v}"] for v in values]
+        )
+    screen(plan)
+    assert [p.assigned is not None for p in plan.points] == [True, False, True]
+    base = {"sweep_dir": str(tmp_path), "cache_dir": None}
+    [chunk] = make_chunks(plan, fixed_sizes(3), base)
+    assert chunk.typed is not None and chunk.config is not None
+    rows = [r.rows[0] for r in run_chunk(chunk)]
+    assert [r["status"] for r in rows] == ["ok"] * 3
+    assert [r["workload.bytes_per_pe"] for r in rows] == [8192, 4096, 12288]
+    assert [r["bytes_moved"] for r in rows] == [8192, 4096, 12288]
