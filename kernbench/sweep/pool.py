@@ -3,7 +3,7 @@
 Workers are forked from the parent (on Linux; spawned elsewhere), so they start in
 milliseconds with every module, the task function and Hydra's state already loaded
 (and what :func:`~kernbench.sweep.points.warm_up` loads, which the sweeper calls);
-a chunk carries only its shape's config and its points. The sweeper forks them
+a chunk carries only its shape's typed object (or config) and its points. The sweeper forks them
 (:meth:`LocalPool.start`) before it composes the points: forking a process of this
 size and delivering its first chunk took 16-22 ms, which then overlaps the parent's
 planning instead of delaying the first chunk. Results come back per chunk,
