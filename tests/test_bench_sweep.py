@@ -62,7 +62,7 @@ def points_window(sweep_dir: Path) -> float:
     """Seconds from the sweep's start of running to its last point's result coming
     back, as ``points.log``'s first and last lines give them (written by the sweep,
     to the microsecond): it starts running once every point is composed and
-    validated, before any chunk is cut. (The progress line's 0.1 s is too coarse for
+    screened, before any chunk is cut. (The progress line's 0.1 s is too coarse for
     a sweep whose points take 0.2 s, and file times move in steps of the kernel's
     clock tick, 4 ms here.)"""
     text = (sweep_dir / "points.log").read_text()
@@ -107,10 +107,12 @@ def test_bw_equivalence_wall_and_cached_rerun(tmp_path):
 
 def test_dispatch_ratio_parallel_efficiency(tmp_path):
     """Efficiency over the time the points ran (:func:`points_window`: from the start
-    of running to the last row back, so cutting chunks, writing the sweep's records and
-    handing chunks to workers count); over
-    the whole command, Python's start-up (1-3 s) outweighs the preset's ~0.3 s of
-    simulation, so that figure is printed but not the target."""
+    of running, once the sweep is planned (points composed and screened, each shape's
+    typed object made, the records written), to the last row back, so cutting
+    chunks, handing them to workers, each point's work around its simulation and
+    waiting on the last one count); over the whole command, Python's start-up (1-3 s)
+    outweighs the preset's ~0.25 s of simulation, so that figure is printed but not
+    the target."""
     wall, rows, shown_s = timed_sweep(tmp_path, "dr", "+experiment=dispatch_ratio", "cache=false")
     points_s = points_window(tmp_path / "dr")
     efficiency = sim_total(rows) / (WORKERS * points_s)
