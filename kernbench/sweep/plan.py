@@ -79,6 +79,7 @@ class Plan:
     points: list[Point]
     shapes: list[Shape]
     _typed: dict[int, bytes | None] = field(default_factory=dict, repr=False)
+    _overridden: dict[int, set[str]] = field(default_factory=dict, repr=False)
 
     def task_config(self, point: Point) -> DictConfig:
         """The config the task function sees for ``point`` (no ``hydra`` node)."""
@@ -90,7 +91,10 @@ class Plan:
 
     def overridden(self, shape: int) -> set[str]:
         """Every key a point of ``shape`` overrides."""
-        return {v.key_or_group for p in self.points if p.shape == shape for v in p.values}
+        if not self._overridden:  # one pass over the points for every shape
+            for p in self.points:
+                self._overridden.setdefault(p.shape, set()).update(v.key_or_group for v in p.values)
+        return self._overridden.get(shape, set())
 
     def run_task(self, shape: int) -> DictConfig:
         """The shape's task config with every interpolation its points cannot change
