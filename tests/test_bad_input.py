@@ -7,7 +7,7 @@ import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
 
-from kernbench.config import validate
+from kernbench.config import flatten, validate
 from kernbench.errors import ConfigError
 
 # (overrides, the key the error names, text stating the value and the limit)
@@ -119,11 +119,18 @@ VALIDATION_CASES = [
 @pytest.mark.parametrize(("overrides", "key", "limit"), VALIDATION_CASES, ids=lambda v: str(v))
 def test_validation_error_names_key_and_limit(compose_cfg, overrides, key, limit):
     cfg = OmegaConf.to_object(compose_cfg(*overrides))
+    given = flatten(cfg)
     with pytest.raises(ConfigError) as info:
         validate(cfg)
     assert info.value.key == key
     assert str(info.value).startswith(f"{key}: ")
     assert limit in str(info.value)
+    # In place (the fast sweep's typed points), the same error, and the config is left
+    # as given (its derived values unfilled): its error row is the stock path's.
+    with pytest.raises(ConfigError) as again:
+        validate(cfg, in_place=True)
+    assert str(again.value) == str(info.value)
+    assert flatten(cfg) == given
 
 
 # Errors Hydra/OmegaConf raise while composing: (overrides, exception, texts it contains)

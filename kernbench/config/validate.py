@@ -30,18 +30,34 @@ from kernbench.errors import ConfigError
 Rule = Callable[[KernBenchConfig], None]
 
 
+# The keys rules write: derived (hbm_channels_per_pe) or normalised (active_pes).
+DERIVED: tuple[str, ...] = (
+    "topology.cube.memory_map.hbm_channels_per_pe",
+    "workload.active_pes",
+)
+
+
 def validate(cfg: KernBenchConfig, *, in_place: bool = False) -> KernBenchConfig:
     """Check every rule and return a copy with derived values filled in; with
     ``in_place``, fill them into ``cfg`` itself and return it (for a caller that made
     ``cfg`` for this run alone: the copy is a quarter of the checks' cost, paid on
-    every sweep point).
+    every sweep point). A config that fails is left as it was given, so its error row
+    shows what was asked for, whichever path built it.
 
     Raises ConfigError for the first rule broken, so the user sees one clear line.
     """
     if not in_place:
         cfg = copy.deepcopy(cfg)
-    for rule in RULES:
-        rule(cfg)
+    given = [(key, get_key(cfg, key)) for key in DERIVED]
+    try:
+        for rule in RULES:
+            rule(cfg)
+    except Exception:
+        for key, value in given:
+            if value is not ABSENT:
+                parent, _, name = key.rpartition(".")
+                setattr(get_key(cfg, parent), name, value)
+        raise
     return cfg
 
 
