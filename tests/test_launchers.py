@@ -6,7 +6,9 @@ sweeper, one job per point, the reference), the fast path (the default) and the 
 sweeper's chunks sent through basic, submitit_local and (where installed) ray give the
 same merged table apart from the columns that say how a row was obtained
 (``sweep_id``, ``cached``, wall times). The grid has two group options, a value that
-is an interpolation and one invalid point, whose error row both paths keep.
+is an interpolation beside a plain one (so the fast path builds points both on
+OmegaConf and on the shape's typed object), and invalid points, whose error rows both
+paths keep.
 Resumability: a sweep SIGKILLed part-way (its whole process group) and run again lists
 every point once, and exactly the points that had finished come from the cache.
 """
@@ -35,8 +37,10 @@ GRID = (
     "pe_cost_model=zero",
     "address=pa",  # the 47 ns below is PA's (VA adds its TLB time)
     "channel_mapping=n_to_one,one_to_one",
-    "workload.access_bytes=256,4096",
-    "workload.bytes_per_pe=${workload.access_bytes}",  # a value that is an interpolation
+    "workload.access_bytes=256",
+    # A value that is an interpolation (its points are built on OmegaConf) and a plain
+    # one (its points take the typed path): both kinds in every table below.
+    "workload.bytes_per_pe=${workload.access_bytes},4096",
     "topology.pes_per_cube=2,3",  # 3 does not divide 16 pseudo-channels: error rows
 )
 N_POINTS = 8
