@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
+import time
 
 import pytest
 from omegaconf import OmegaConf
@@ -17,7 +18,7 @@ from omegaconf import OmegaConf
 from kernbench import simulate
 from kernbench.config.schema import AddressConfig, AddressModel, ExecPath
 from kernbench.sim import system as system_mod
-from kernbench.sweep import progress
+from kernbench.sweep import progress, remote
 from kernbench.sweep.progress import RunBar, SweepBar, progress_line, sweep_size
 from tests.support import make_cfg
 
@@ -122,7 +123,7 @@ def test_sweep_bar_in_a_pipe_says_every_tenth_and_each_error():
 
 def test_sweep_bar_eta_is_elapsed_per_point_times_points_left():
     bar = SweepBar(40, file=io.StringIO(), enabled=False)
-    bar.start, bar.done = 1000.0, 10
+    bar.start, bar.done, bar.finished = 1000.0, 10, 10
     # 10 points in 5 s: 0.5 s a point, 30 to go -> 15 s left.
     assert bar.line(now=1005.0) == "sweep: 10/40 points, 5.0 s elapsed, ~15.0 s left"
 
@@ -137,3 +138,47 @@ def test_sweep_bar_on_a_terminal_is_one_bar_and_the_errors():
     assert "3/3" in text and "sweep" in text
     assert "kernbench: error: point #1 (x=1): boom" in text
     assert not re.search(r"^sweep: \d+/3 points", text, re.M)  # no log lines beside the bar
+
+
+def test_sweep_bar_shows_points_finished_before_their_rows_come_back():
+    """Under a cluster launcher the tasks' rows come back when the last task ends:
+    progress() moves the bar meanwhile (a line per 10% passed), the rows are not
+    counted again when they come, and the last one prints the final line, errors
+    included."""
+    out = io.StringIO()
+    bar = SweepBar(10, file=out, enabled=False)
+    bar.start = 100.0
+    for finished in (0, 3, 3, 7, 10, 12):  # 12: a retried task noted its points twice
+        bar.progress(finished)
+    for num in range(10):
+        bar.point_done(_Result(num, *(("error", "boom") if num == 4 else ())), "x=4")
+    lines = out.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "sweep: 3/10 points",
+        "sweep: 7/10 points",
+        "sweep: 10/10 points",
+        "kernbench: error: point #4 (x=4): boom",
+        "sweep: 10/10 points",
+    ]
+    assert lines[-1].startswith("sweep: 10/10 points, 1 error, ")
+
+
+def test_sweep_bar_on_a_terminal_counts_a_point_once():
+    bar = SweepBar(4, file=io.StringIO(), enabled=True)
+    bar.progress(3)
+    assert bar.bar.n == 3
+    for num in range(4):
+        bar.point_done(_Result(num))
+        assert bar.bar.n == max(3, num + 1)
+    bar.close()
+
+
+def test_finished_points_are_counted_by_whole_lines(tmp_path, monkeypatch):
+    (tmp_path / "0").write_text("0\n1\n2\n")
+    (tmp_path / "1").write_text("3\n4")  # "4" is still being written
+    assert remote.count_finished(tmp_path) == 4
+    seen: list[int] = []
+    monkeypatch.setattr(remote, "WATCH_S", 0.01)
+    with remote.FinishedWatch(tmp_path, seen.append):
+        time.sleep(0.2)
+    assert seen and set(seen) == {4}

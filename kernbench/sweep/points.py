@@ -103,13 +103,26 @@ def warm_up(task: DictConfig | None = None) -> None:
         app.must_simulate(typed)
 
 
-def run_chunk(chunk: Chunk, task: Callable[..., Any] | None = None, context: Any = None) -> list:
+def run_chunk(
+    chunk: Chunk,
+    task: Callable[..., Any] | None = None,
+    context: Any = None,
+    after: Callable[[PointResult], None] | None = None,
+) -> list:
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
-    function and HydraContext) are needed by the generic path only."""
-    if chunk.kernbench:
-        configs = PointConfigs(chunk)
-        return [run_kernbench_point(chunk, p, configs) for p in chunk.points]
-    return [run_hydra_job(chunk, p, task, context) for p in chunk.points]
+    function and HydraContext) are needed by the generic path only; ``after`` sees
+    each point's result as it ends (a cluster task marks its progress with it)."""
+    configs = PointConfigs(chunk) if chunk.kernbench else None
+    results = []
+    for point in chunk.points:
+        if configs is not None:
+            result = run_kernbench_point(chunk, point, configs)
+        else:
+            result = run_hydra_job(chunk, point, task, context)
+        if after is not None:
+            after(result)
+        results.append(result)
+    return results
 
 
 class PointConfigs:

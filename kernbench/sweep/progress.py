@@ -186,13 +186,16 @@ class SweepBar:
     times (the bar starts when the first chunk is sent, after composition, so that
     work is not charged to the first point). In a log or a pipe: a line about every
     10% (``sweep: 48/96 points, 1 error, 12.3 s elapsed, ~12.1 s left``). Either way a
-    failing point prints its one-line error as it ends.
+    failing point prints its one-line error as it ends. Under a cluster launcher the
+    rows come back only when every task has ended, so :meth:`progress` shows the
+    points the tasks say they have finished meanwhile.
     """
 
     def __init__(self, total: int, file: IO[str] | None = None, enabled: bool | None = None):
         self.file = file or sys.stderr
         self.total = total
-        self.done = 0
+        self.done = 0  # points whose result came back
+        self.finished = 0  # points known to have finished, results back or not
         self.errors = 0
         self.start = time.time()
         self.next_line = 1
@@ -209,20 +212,33 @@ class SweepBar:
         if result.status != "ok":
             self.errors += 1
             self._say(f"kernbench: error: point #{result.num} ({overrides}): {result.error}")
+        self._show(max(self.finished, self.done))
+
+    def progress(self, finished: int) -> None:
+        """``finished`` points have ended where they ran; their rows are still to come."""
+        self._show(max(self.finished, min(finished, self.total)))
+
+    def _show(self, finished: int) -> None:
+        """Move the bar, or print a line at each 10% passed and when the last row is
+        back (a point counted by :meth:`progress` is not counted again)."""
+        grew = finished > self.finished
+        self.finished = finished
         if self.bar is not None:
-            self.bar.update(1)
-        elif self.done >= self.next_line * self.total / 10 or self.done == self.total:
-            self.next_line = int(self.done * 10 / self.total) + 1
+            self.bar.update(finished - self.bar.n)
+            return
+        last_row = self.done == self.total and finished == self.done
+        if (grew and finished >= self.next_line * self.total / 10) or last_row:
+            self.next_line = int(finished * 10 / self.total) + 1
             self._say(self.line())
 
     def line(self, now: float | None = None) -> str:
         elapsed = (time.time() if now is None else now) - self.start
-        text = f"sweep: {self.done}/{self.total} points"
+        text = f"sweep: {self.finished}/{self.total} points"
         if self.errors:
             text += f", {self.errors} error" + ("s" if self.errors > 1 else "")
         text += f", {_duration(elapsed)} elapsed"
-        if self.done < self.total:
-            text += f", ~{_time_left(elapsed, self.done, self.total)} left"
+        if self.finished < self.total:
+            text += f", ~{_time_left(elapsed, self.finished, self.total)} left"
         return text
 
     def _say(self, text: str) -> None:

@@ -130,6 +130,10 @@ class Gather:
         self.bar.point_done(result, lines)
         self.last_result = time.time()
 
+    def progress(self, finished: int) -> None:
+        """Points finished where they ran, their rows not back yet (cluster tasks)."""
+        self.bar.progress(finished)
+
     def close(self) -> None:
         """End the bar and the log; the log's last line says when the last point's
         result came back (its first, when the sweep started running)."""
