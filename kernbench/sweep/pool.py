@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -61,7 +62,7 @@ class LocalPool:
             return
         _WORKER_STATE = (self.task, self.context)  # inherited by forked workers
         gc.freeze()  # see the module's docstring; undone when the chunks have run
-        self._pool = ProcessPoolExecutor(self.n_workers, mp_context=_context())
+        self._pool = _executor(self.n_workers)
         self._pool.submit(_ready)
 
     def close(self) -> None:
@@ -81,7 +82,7 @@ class LocalPool:
             broken = _round(first, chunks, on_result)
             singles = [replace(c, points=[p]) for c in broken for p in c.points]
             for chunk in singles:  # one at a time, so a crash names its own point
-                if _round(ProcessPoolExecutor(1, mp_context=_context()), [chunk], on_result):
+                if _round(_executor(1), [chunk], on_result):
                     on_result(_died(chunk))
         finally:
             gc.unfreeze()
@@ -120,9 +121,26 @@ def _ready() -> None:
     """The no-op task that makes a pool fork its workers."""
 
 
+def _executor(n_workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_idle_ignores_ctrl_c)
+
+
+def _idle_ignores_ctrl_c() -> None:
+    """Ctrl-C reaches the whole process group. A worker waiting for a chunk (during
+    the parent's planning, say) ignores it: the parent stops the sweep and then its
+    workers, and the terminal shows one traceback, not one per worker too."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _work(chunk: Chunk) -> list[PointResult]:
+    """Run a chunk in a worker; Ctrl-C interrupts it (and reaches the parent as the
+    chunk's exception), while between chunks the worker ignores it."""
     task, context = _WORKER_STATE
-    return run_chunk(chunk, task, context)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return run_chunk(chunk, task, context)
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _context() -> Any:
