@@ -50,7 +50,8 @@ class MergeOutcome:
 
     def summary(self) -> str:
         ok = self.n_rows - self.n_errors
-        counts = f"{self.n_rows} points, {ok} ok, {self.n_errors} error, {self.n_cached} cached"
+        points = f"{self.n_rows} point" + ("" if self.n_rows == 1 else "s")
+        counts = f"{points}, {ok} ok, {self.n_errors} error, {self.n_cached} cached"
         return f"sweep: {counts} -> {self.path}"
 
 

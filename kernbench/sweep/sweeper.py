@@ -71,10 +71,12 @@ class FastLauncher(Launcher):
     def workers(self) -> int:
         return pool.worker_count(self.n_jobs)
 
-    def start_workers(self) -> None:
-        """Fork the workers now, for the chunks :meth:`run_chunks` will be given."""
+    def start_workers(self, points: int) -> None:
+        """Fork the workers now (no more than there are ``points``), for the chunks
+        :meth:`run_chunks` will be given."""
         if self.pool is None:
-            self.pool = pool.LocalPool(self.workers, self.task_function, self.hydra_context)
+            workers = max(1, min(self.workers, points))
+            self.pool = pool.LocalPool(workers, self.task_function, self.hydra_context)
         self.pool.start()
 
     def stop_workers(self) -> None:
@@ -165,7 +167,7 @@ class FastSweeper(Sweeper):
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
         if local and not self.dry_run:
             warm_up(without_hydra(self.config))  # once, before the workers fork
-            self.launcher.start_workers()  # they start while the points are composed
+            self.launcher.start_workers(len(jobs))  # they start while points are composed
         try:
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
             if self.dry_run:
