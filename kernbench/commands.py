@@ -124,8 +124,30 @@ class DmaWriteCmd:
         return FRAMING_BYTES + op_body_bytes(1, True, 1)  # src tile, dst handle, nbytes
 
 
+class StridedRows:
+    """``rows`` runs of ``row_bytes``, ``stride_bytes`` apart: the shape of a 2-D
+    descriptor (the strided DMA commands, and the runs a Triton access is cut into)."""
+
+    __slots__ = ()
+    rows: int
+    row_bytes: int
+    stride_bytes: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+
+class _StridedDma(StridedRows):
+    __slots__ = ()
+
+    @property
+    def logical_bytes(self) -> int:
+        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
+
+
 @dataclass(slots=True)
-class DmaStridedReadCmd:
+class DmaStridedReadCmd(_StridedDma):
     """A 2-D DMA descriptor: ``rows`` runs of ``row_bytes``, ``stride_bytes`` apart, from
     device memory at ``src_addr`` into one local tile (a strided block of a Triton kernel,
     e.g. a tile of a row-major matrix). PE_SCHEDULER moves each row as one DMA stage."""
@@ -136,17 +158,9 @@ class DmaStridedReadCmd:
     stride_bytes: int
     dst: Tile
 
-    @property
-    def nbytes(self) -> int:
-        return self.rows * self.row_bytes
-
-    @property
-    def logical_bytes(self) -> int:
-        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
-
 
 @dataclass(slots=True)
-class DmaStridedWriteCmd:
+class DmaStridedWriteCmd(_StridedDma):
     """The write twin of :class:`DmaStridedReadCmd`: a local tile to ``rows`` runs."""
 
     src: Tile
@@ -154,14 +168,6 @@ class DmaStridedWriteCmd:
     rows: int
     row_bytes: int
     stride_bytes: int
-
-    @property
-    def nbytes(self) -> int:
-        return self.rows * self.row_bytes
-
-    @property
-    def logical_bytes(self) -> int:
-        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
 
 
 @dataclass(slots=True)

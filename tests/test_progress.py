@@ -173,12 +173,13 @@ def test_sweep_bar_on_a_terminal_counts_a_point_once():
     bar.close()
 
 
-def test_finished_points_are_counted_by_whole_lines(tmp_path, monkeypatch):
-    (tmp_path / "0").write_text("0\n1\n2\n")
-    (tmp_path / "1").write_text("3\n4")  # "4" is still being written
-    assert remote.count_finished(tmp_path) == 4
+def test_points_marked_done_are_counted_once_and_watched(tmp_path, monkeypatch):
+    for num in (0, 2, 5, 2):  # 2 twice: a retried task
+        progress.mark_done(tmp_path, num)
+    assert progress.count_done(tmp_path) == 3
+    assert progress.count_done(tmp_path / "elsewhere") == 0  # nothing marked yet
     seen: list[int] = []
     monkeypatch.setattr(remote, "WATCH_S", 0.01)
     with remote.FinishedWatch(tmp_path, seen.append):
         time.sleep(0.2)
-    assert seen and set(seen) == {4}
+    assert seen and set(seen) == {3}

@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 Scalar = str | int | float | bool | None
 
 _DROPPED = frozenset({"defaults"})
-_PLAIN = frozenset({int, float, str, bool, type(None)})
+# The types most config values have: never a dataclass or a mapping, stored as they are.
+PLAIN_TYPES = frozenset({int, float, str, bool, type(None)})
 
 
 def flatten(cfg: Any) -> dict[str, Scalar]:
@@ -50,7 +51,7 @@ def _walk(node: Any, prefix: str, out: dict[str, Scalar]) -> None:
         if name in _DROPPED and not prefix:
             continue
         kind = type(value)
-        if kind in _PLAIN:  # most values: stored as they are, no call
+        if kind in PLAIN_TYPES:  # most values: stored as they are, no call
             out[f"{prefix}{name}"] = value
         elif hasattr(kind, "__dataclass_fields__") or isinstance(value, Mapping):
             _walk(value, f"{prefix}{name}.", out)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kernbench.address.pa import MAX_CUBES, MAX_PES, MAX_SIPS
+from kernbench.config.flatten import PLAIN_TYPES
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
 
@@ -108,13 +109,10 @@ def leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def _leaves(node: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
     for name, value in vars(node).items():
         kind = type(value)
-        if kind not in _PLAIN and hasattr(kind, "__dataclass_fields__"):
+        if kind not in PLAIN_TYPES and hasattr(kind, "__dataclass_fields__"):
             _leaves(value, f"{prefix}{name}.", out)
         else:
             out.append((f"{prefix}{name}", value))
-
-
-_PLAIN = frozenset({int, float, str, bool, type(None)})  # most values: never a dataclass
 
 
 def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, Any]]:

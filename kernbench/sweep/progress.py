@@ -137,14 +137,26 @@ def start_sweep(sweep_dir: Path, total: int | None, now: float | None = None) ->
     (state / _START_FILE).write_text(json.dumps({"start": start, "total": total}))
 
 
+def mark_done(sweep_dir: Path, job_num: int) -> None:
+    """Mark point ``job_num`` finished, where it ran (a job, a chunk task): a marker
+    file, so a point finished twice (a retried job) still counts once."""
+    done_dir = sweep_dir / STATE_DIR / _DONE_DIR
+    done_dir.mkdir(parents=True, exist_ok=True)
+    (done_dir / str(job_num)).touch()
+
+
+def count_done(sweep_dir: Path) -> int:
+    """The points marked finished so far."""
+    done_dir = sweep_dir / STATE_DIR / _DONE_DIR
+    return sum(1 for _ in done_dir.iterdir()) if done_dir.is_dir() else 0
+
+
 def finish_point(sweep_dir: Path, job_num: int, now: float | None = None) -> str:
     """Mark ``job_num`` done and return the progress line (worker side)."""
-    state = sweep_dir / STATE_DIR
-    (state / _DONE_DIR).mkdir(parents=True, exist_ok=True)
-    (state / _DONE_DIR / str(job_num)).touch()
-    done = sum(1 for _ in (state / _DONE_DIR).iterdir())
+    mark_done(sweep_dir, job_num)
+    done = count_done(sweep_dir)
     try:
-        info = json.loads((state / _START_FILE).read_text())
+        info = json.loads((sweep_dir / STATE_DIR / _START_FILE).read_text())
     except (OSError, ValueError):
         info = {}
     return progress_line(done, info.get("total"), job_num, info.get("start"), now)

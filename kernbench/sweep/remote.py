@@ -10,14 +10,13 @@ own config once (~90 ms per task, not per point); its ``.hydra/`` files and log 
 ``<sweep>/.kernbench/chunks/<n>/``, out of the way of the points' numbering.
 
 Launchers hand back every task's return value at once, when the last task ends. So
-that the sweep's bar moves meanwhile, each task notes its points as they end in
-``<sweep>/.kernbench/finished/<n>`` (a line each), and this process counts those
-lines every second while it waits (:class:`FinishedWatch`).
+that the sweep's bar moves meanwhile, each task marks its points as they end, as the
+stock path's jobs do (``progress.mark_done``: ``<sweep>/.kernbench/done/<job_num>``),
+and this process counts the marks every second while it waits (:class:`FinishedWatch`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import pickle
 import threading
@@ -29,12 +28,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
+from kernbench.sweep import progress
 from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
 
 CHUNKS_DIR = Path(".kernbench") / "chunks"
-# One file per chunk task, a line per point it has finished: how this process, which
-# gets the tasks' rows only when the launcher returns them all, shows progress before.
-FINISHED_DIR = Path(".kernbench") / "finished"
 WATCH_S = 1.0  # how often the finished points are counted
 
 
@@ -53,12 +50,11 @@ class ChunkJobs:
         folder.mkdir(parents=True, exist_ok=True)
         for n, chunk in enumerate(chunks):
             (folder / f"{n}.pkl").write_bytes(pickle.dumps(chunk))
-        (self.sweep_dir / FINISHED_DIR).mkdir(parents=True, exist_ok=True)
         self.launcher.setup(
             hydra_context=self.context, task_function=run_chunk_job, config=self.job_config()
         )
-        progress = getattr(on_result, "progress", None)  # Gather's: the bar's
-        with FinishedWatch(self.sweep_dir / FINISHED_DIR, progress):
+        on_count = getattr(on_result, "progress", None)  # Gather's: the bar's
+        with FinishedWatch(self.sweep_dir, on_count):
             returns = self.launcher.launch([[] for _ in chunks], initial_job_idx=0)
         for chunk, ret in zip(chunks, returns, strict=True):
             for result in _results(chunk, ret):
@@ -79,31 +75,25 @@ class ChunkJobs:
 
 def run_chunk_job(cfg: DictConfig) -> list[PointResult]:
     """The task function of a chunk job: run chunk ``hydra.job.num`` of this sweep,
-    noting each point in ``FINISHED_DIR/<n>`` as it ends."""
+    marking each point done as it ends."""
     hydra = HydraConfig.get()
-    sweep_dir, num = Path(hydra.sweep.dir), hydra.job.num
-    chunk: Chunk = pickle.loads((sweep_dir / CHUNKS_DIR / f"{num}.pkl").read_bytes())
-    with (sweep_dir / FINISHED_DIR / str(num)).open("a") as finished:
-
-        def note(result: PointResult) -> None:
-            finished.write(f"{result.num}\n")
-            finished.flush()
-
-        return run_chunk(chunk, after=note)
+    sweep_dir = Path(hydra.sweep.dir)
+    chunk: Chunk = pickle.loads((sweep_dir / CHUNKS_DIR / f"{hydra.job.num}.pkl").read_bytes())
+    return run_chunk(chunk, after=lambda result: progress.mark_done(sweep_dir, result.num))
 
 
 class FinishedWatch:
     """While the launcher waits on the chunk tasks: every :data:`WATCH_S`, count the
-    points they have noted as finished and hand the count to ``progress``."""
+    points they have marked done and hand the count to ``on_count``."""
 
-    def __init__(self, folder: Path, progress: Callable[[int], None] | None) -> None:
-        self.folder = folder
-        self.progress = progress
+    def __init__(self, sweep_dir: Path, on_count: Callable[[int], None] | None) -> None:
+        self.sweep_dir = sweep_dir
+        self.on_count = on_count
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._watch, name="kernbench-progress", daemon=True)
 
     def __enter__(self) -> FinishedWatch:
-        if self.progress is not None:
+        if self.on_count is not None:
             self.thread.start()
         return self
 
@@ -114,17 +104,7 @@ class FinishedWatch:
 
     def _watch(self) -> None:
         while not self.stop.wait(WATCH_S):
-            self.progress(count_finished(self.folder))
-
-
-def count_finished(folder: Path) -> int:
-    """Points noted in ``folder``'s files (a line each; a line being written is not
-    counted until its newline is there)."""
-    total = 0
-    for path in folder.iterdir():
-        with contextlib.suppress(OSError):
-            total += path.read_bytes().count(b"\n")
-    return total
+            self.on_count(progress.count_done(self.sweep_dir))
 
 
 def _results(chunk: Chunk, ret: Any) -> list[PointResult]:
