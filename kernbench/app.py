@@ -90,10 +90,7 @@ def run_job(
     typed: Any = cfg
     columns, key = None, None
     try:
-        # A typed cfg is this point's own object (kernbench.sweep.typed built it), and
-        # to_object makes a new one: either way the derived values can go into it.
-        typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg), in_place=True)
-        columns = config_columns(flatten(typed))
+        typed, columns = prepare(cfg)
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)
             hit = cache.load(key)
@@ -122,6 +119,14 @@ def run_job(
     if path is not None:
         print(f"result: {path}")
     return STATUS_OK
+
+
+def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[str, Any]]:
+    """The validated config (derived values filled in) and its row's config columns.
+    A typed ``cfg`` is the run's own object (kernbench.sweep.typed built it), and
+    ``to_object`` makes a new one: either way it is validated in place."""
+    typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg), in_place=True)
+    return typed, config_columns(flatten(typed))
 
 
 def must_simulate(cfg: Any) -> bool:

@@ -189,10 +189,13 @@ def test_resolve_fixed_keeps_every_interpolation_a_point_can_change():
 @pytest.mark.parametrize("preset", [p.stem for p in experiment_files()])
 def test_shape_records_load_back_as_composed(loader, preset, tmp_path):
     """``.hydra/shapes/<n>.yaml`` is each shape's composed config: ``OmegaConf.load``
-    reads back exactly what Hydra composed (unresolved, ``hydra`` node included)."""
+    reads back exactly what Hydra composed (unresolved, ``hydra`` node included); and
+    ``overrides.yaml`` the command line's overrides."""
     master, jobs = master_and_points(loader, [f"+experiment={preset}"])
     plan = Planner(loader, master).plan(jobs)
     write_records(plan, master, tmp_path)
+    overrides = OmegaConf.load(tmp_path / ".hydra" / "overrides.yaml")
+    assert list(overrides) == list(master.hydra.overrides.task)
     for n, shape in enumerate(plan.shapes):
         loaded = OmegaConf.load(tmp_path / ".hydra" / "shapes" / f"{n}.yaml")
         assert OmegaConf.to_container(loaded) == OmegaConf.to_container(

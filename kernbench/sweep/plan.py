@@ -201,8 +201,9 @@ def resolve_fixed(task: DictConfig, overridden: set[str]) -> DictConfig:
     spreads until nothing changes, and only untainted interpolations are resolved.
     The resolved values are those every point would have read (same resolver cache)."""
     cfg = copy.deepcopy(task)
-    changeable = set(changeable_interpolations(cfg, overridden))
-    for key, _ in _interpolations(cfg, ""):
+    found = list(_interpolations(cfg, ""))
+    changeable = set(_changeable(found, overridden))
+    for key, _ in found:
         if key not in changeable:
             _resolve_in_place(cfg, key)
     return cfg
@@ -212,7 +213,11 @@ def changeable_interpolations(task: DictConfig, overridden: set[str]) -> list[st
     """The dotted keys of the interpolations in ``task`` whose value a point overriding
     ``overridden`` could change: those under a tainted top-level key (see
     :func:`resolve_fixed`)."""
-    found = [(key, text, _referenced_names(text)) for key, text in _interpolations(task, "")]
+    return _changeable(list(_interpolations(task, "")), overridden)
+
+
+def _changeable(interpolations: list[tuple[str, str]], overridden: set[str]) -> list[str]:
+    found = [(key, text, _referenced_names(text)) for key, text in interpolations]
     tainted = {key.split(".")[0] for key in overridden}
     grew = True
     while grew:

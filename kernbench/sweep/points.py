@@ -88,8 +88,7 @@ def warm_up(task: DictConfig | None = None) -> None:
     cost ~1 ms less (2.4-3.0 -> 1.3-2.1 ms outside its simulation). A task config
     that does not validate (its points may fix it) is simply skipped."""
     from kernbench import app
-    from kernbench.config import flatten, validate
-    from kernbench.results import STATUS_OK, config_columns, make_row
+    from kernbench.results import STATUS_OK, make_row
     from kernbench.results.identity import git_commit
     from kernbench.sweep.cache import source_fingerprint
 
@@ -98,8 +97,8 @@ def warm_up(task: DictConfig | None = None) -> None:
     if task is None:
         return
     with contextlib.suppress(Exception):
-        typed = validate(OmegaConf.to_object(task), in_place=True)
-        make_row(config_columns(flatten(typed)), status=STATUS_OK, sweep_id="", job_num=0)
+        typed, columns = app.prepare(task)
+        make_row(columns, status=STATUS_OK, sweep_id="", job_num=0)
         app.must_simulate(typed)
 
 

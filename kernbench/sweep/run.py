@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
@@ -93,14 +93,14 @@ def write_records(plan: Plan, master: DictConfig, sweep_dir: Path) -> None:
     """``.hydra/overrides.yaml``, ``.hydra/points.yaml`` and ``.hydra/shapes/<n>.yaml``."""
     records = sweep_dir / RECORDS_DIR
     (records / "shapes").mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(master.hydra.overrides.task, records / "overrides.yaml")
+    save_config(master.hydra.overrides.task, records / "overrides.yaml")
     points = {p.num: {"shape": p.shape, "overrides": list(p.overrides)} for p in plan.points}
     (records / "points.yaml").write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
     for n, shape in enumerate(plan.shapes):
         save_config(shape.config, records / "shapes" / f"{n}.yaml")
 
 
-def save_config(cfg: DictConfig, path: Path) -> None:
+def save_config(cfg: DictConfig | ListConfig, path: Path) -> None:
     """``OmegaConf.save(cfg, path)`` (unresolved) through YAML's C emitter: the same
     document for ``OmegaConf.load``, in ~1 ms instead of ~7 ms a shape (the records
     are written while the first chunks run, on the cores the workers use)."""

@@ -250,13 +250,12 @@ def dry_run(plan: Plan, kernbench: bool) -> list[str]:
 def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
     """The point's one-line error, or None if it composes (and validates)."""
     from kernbench import app
-    from kernbench.config import validate
 
     try:
         if not kernbench:
             plan.job_config(point)
             return None
-        validate(OmegaConf.to_object(plan.task_config(point)))
+        app.prepare(plan.task_config(point))
     except Exception as exc:
         return app.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
     return None
