@@ -37,9 +37,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from kernbench import simulate
 from kernbench.cli import entry, estimate
-from kernbench.config import flatten, validate
+from kernbench.config import flatten
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.store import conf_dir, register_configs
+from kernbench.config.validate import validate_and_flatten
 from kernbench.errors import KernBenchError
 from kernbench.results import (
     RESULT_FILE,
@@ -125,8 +126,8 @@ def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[st
     """The validated config (derived values filled in) and its row's config columns.
     A typed ``cfg`` is the run's own object (kernbench.sweep.typed built it), and
     ``to_object`` makes a new one: either way it is validated in place."""
-    typed = validate(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg), in_place=True)
-    return typed, config_columns(flatten(typed))
+    typed, flat = validate_and_flatten(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg))
+    return typed, config_columns(flat)
 
 
 def must_simulate(cfg: Any) -> bool:

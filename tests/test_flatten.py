@@ -4,13 +4,16 @@ its dotted key, in the config's order; enums by value, lists as JSON text, Hydra
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from kernbench.config import flatten
+from kernbench.config import flatten, validate
+from kernbench.config.flatten import walk
 from kernbench.config.schema import TlbCharge
+from kernbench.config.validate import validate_and_flatten
 
 
 @dataclass
@@ -51,3 +54,28 @@ def test_a_typed_config_flattens_to_scalars_in_order():
 
 def test_a_dictconfig_flattens_the_same():
     assert flatten(OmegaConf.structured(Outer())) == EXPECTED
+
+
+def test_one_walk_gives_the_leaves_and_the_dataclass_nodes():
+    """walk(): what flatten, the leaf limits and the unknown-key check read; mappings
+    are walked into but only dataclasses are nodes (a mapping's keys are free)."""
+    tree = walk(Outer())
+    assert [key for key, _ in tree.leaves] == list(EXPECTED)
+    assert [(key, type(node)) for key, node in tree.nodes] == [("", Outer), ("inner", Inner)]
+
+
+def test_validate_and_flatten_reads_the_derived_keys_again(compose_cfg):
+    """One walk serves validation and the columns, but the walk holds the values as
+    given: the keys validation derives must be read again. Default topology: 64
+    pseudo-channels over 8 PEs -> hbm_channels_per_pe = 8; active_pes given as the
+    number 3 (a test or a user's code may build the object so) -> the text "3"."""
+    cfg = OmegaConf.to_object(compose_cfg())
+    cfg.workload.active_pes = 3
+    assert cfg.topology.cube.memory_map.hbm_channels_per_pe is None
+    mm = cfg.topology.cube.memory_map
+    per_pe = mm.hbm_pseudo_channels // cfg.topology.pes_per_cube
+    assert (mm.hbm_pseudo_channels, cfg.topology.pes_per_cube, per_pe) == (64, 8, 8)
+    typed, flat = validate_and_flatten(copy.deepcopy(cfg))
+    assert flat["topology.cube.memory_map.hbm_channels_per_pe"] == per_pe
+    assert flat["workload.active_pes"] == "3"
+    assert flat == flatten(validate(cfg))

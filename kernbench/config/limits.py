@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kernbench.address.pa import MAX_CUBES, MAX_PES, MAX_SIPS
-from kernbench.config.flatten import PLAIN_TYPES
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
 
@@ -97,24 +96,6 @@ def _parts(dotted: str) -> tuple[str, ...]:
     return tuple(dotted.split("."))
 
 
-def leaves(node: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """Every non-dataclass value under ``node``, with its dotted key. (Every sweep
-    point is validated: a plain recursion filling one list, and the dataclass test is
-    ``dataclasses.is_dataclass``'s own, on the value's type, without its call.)"""
-    out: list[tuple[str, Any]] = []
-    _leaves(node, prefix, out)
-    return out
-
-
-def _leaves(node: Any, prefix: str, out: list[tuple[str, Any]]) -> None:
-    for name, value in vars(node).items():
-        kind = type(value)
-        if kind not in PLAIN_TYPES and hasattr(kind, "__dataclass_fields__"):
-            _leaves(value, f"{prefix}{name}.", out)
-        else:
-            out.append((f"{prefix}{name}", value))
-
-
 def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, Any]]:
     """(key, value) of each of ``keys`` this config has and sets (another workload's
     keys, and derived values not yet filled, are skipped)."""
@@ -124,14 +105,14 @@ def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, 
             yield key, value
 
 
-def leaf_limits(cfg: KernBenchConfig) -> None:
+def leaf_limits(leaves: list[tuple[str, Any]]) -> None:
     """No inf or nan anywhere (every later rule and every formula assumes real
-    numbers), then the unit suffix limits (:data:`SUFFIX_RULES`); one walk for both."""
-    items = leaves(cfg)
-    for key, value in items:
+    numbers), then the unit suffix limits (:data:`SUFFIX_RULES`), over a config's
+    leaves (:attr:`kernbench.config.flatten.Tree.leaves`)."""
+    for key, value in leaves:
         if isinstance(value, float) and not math.isfinite(value):
             raise ConfigError(key, f"{value} is not a finite number")
-    for key, value in items:
+    for key, value in leaves:
         for ok, limit in _suffix_rules_of(key):
             if value is not None and not ok(value):
                 raise ConfigError(key, f"{value} {limit}")
@@ -182,8 +163,8 @@ def pa_field_limits(cfg: KernBenchConfig) -> None:
             )
 
 
+# The rules on named keys, run after leaf_limits (which reads the walk of the config).
 KEY_RULES: tuple[Callable[[KernBenchConfig], None], ...] = (
-    leaf_limits,
     at_least_one,
     non_negative,
     at_most,

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.address.pa import OFFSET_BITS
-from kernbench.config.limits import ABSENT, KEY_RULES, get_key, present
+from kernbench.config.flatten import Scalar, Tree, scalars, walk
+from kernbench.config.limits import ABSENT, KEY_RULES, get_key, leaf_limits, present
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
 
@@ -37,19 +38,26 @@ DERIVED: tuple[str, ...] = (
 )
 
 
-def validate(cfg: KernBenchConfig, *, in_place: bool = False) -> KernBenchConfig:
+def validate(
+    cfg: KernBenchConfig, *, in_place: bool = False, tree: Tree | None = None
+) -> KernBenchConfig:
     """Check every rule and return a copy with derived values filled in; with
     ``in_place``, fill them into ``cfg`` itself and return it (for a caller that made
     ``cfg`` for this run alone: the copy is a quarter of the checks' cost, paid on
     every sweep point). A config that fails is left as it was given, so its error row
-    shows what was asked for, whichever path built it.
+    shows what was asked for, whichever path built it. ``tree`` is ``cfg``'s walk, if
+    the caller has it (:func:`validate_and_flatten` flattens from the same walk).
 
     Raises ConfigError for the first rule broken, so the user sees one clear line.
     """
     if not in_place:
         cfg = copy.deepcopy(cfg)
+        tree = None
     given = [(key, get_key(cfg, key)) for key in DERIVED]
     try:
+        tree = tree or walk(cfg)
+        _no_unknown_keys(cfg, tree.nodes)
+        leaf_limits(tree.leaves)
         for rule in RULES:
             rule(cfg)
     except Exception:
@@ -61,7 +69,20 @@ def validate(cfg: KernBenchConfig, *, in_place: bool = False) -> KernBenchConfig
     return cfg
 
 
-def _no_unknown_keys(cfg: KernBenchConfig) -> None:
+def validate_and_flatten(cfg: KernBenchConfig) -> tuple[KernBenchConfig, dict[str, Scalar]]:
+    """Validate ``cfg`` in place (a config made for this run alone) and flatten it,
+    from one walk: the walk's leaves hold the values as given, so the keys the rules
+    wrote (:data:`DERIVED`) are read again."""
+    tree = walk(cfg)
+    validate(cfg, in_place=True, tree=tree)
+    flat = scalars(tree.leaves)
+    for key in DERIVED:
+        if key in flat:
+            flat[key] = scalars([(key, get_key(cfg, key))])[key]
+    return cfg, flat
+
+
+def _no_unknown_keys(cfg: KernBenchConfig, nodes: list[tuple[str, Any]]) -> None:
     """Keys added with ``+key=value`` bypass OmegaConf's struct check; catch them here."""
     if not dataclasses.is_dataclass(cfg.workload):
         raise ConfigError(
@@ -69,7 +90,7 @@ def _no_unknown_keys(cfg: KernBenchConfig) -> None:
             f"has no schema ({type(cfg.workload).__name__}); a workload YAML must start "
             "with `defaults: [base_<name>, _self_]`",
         )
-    for key, node in _dataclass_nodes(cfg, "", []):
+    for key, node in nodes:
         names = vars(node).keys()
         if names == _field_set(type(node)):  # the usual case, checked in one comparison
             continue
@@ -90,16 +111,6 @@ def _field_names(cls: type) -> tuple[str, ...]:
 @functools.cache
 def _field_set(cls: type) -> frozenset[str]:
     return frozenset(_field_names(cls))
-
-
-def _dataclass_nodes(node: Any, key: str, out: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """(dotted key, node) of ``node`` and every dataclass under it (every sweep point
-    is validated: a plain recursion filling one list)."""
-    out.append((key, node))
-    for name, value in vars(node).items():
-        if hasattr(type(value), "__dataclass_fields__"):  # dataclasses.is_dataclass
-            _dataclass_nodes(value, f"{key}.{name}" if key else name, out)
-    return out
 
 
 def _channels_per_pe(cfg: KernBenchConfig) -> None:
@@ -258,8 +269,8 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
         )
 
 
+# After the unknown-key check and the leaf limits, which read the config's walk.
 RULES: tuple[Rule, ...] = (
-    _no_unknown_keys,
     *KEY_RULES,
     _channels_per_pe,
     _pe_hbm_fits_pa,
