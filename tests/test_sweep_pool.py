@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import threading
+from pathlib import Path
 
 import pytest
 from hydra import initialize_config_dir
@@ -18,6 +21,7 @@ from hydra.types import RunMode
 
 from kernbench import app
 from kernbench.config.store import conf_dir, register_configs
+from kernbench.sweep import pool as pool_module
 from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.points import run_chunk
 from kernbench.sweep.pool import run_chunks
@@ -130,3 +134,53 @@ def test_a_chunk_mixing_typed_and_omegaconf_points_runs_each_point(tmp_path):
     assert [r["status"] for r in rows] == ["ok"] * 3
     assert [r["workload.bytes_per_pe"] for r in rows] == [8192, 4096, 12288]
     assert [r["bytes_moved"] for r in rows] == [8192, 4096, 12288]
+
+
+def test_each_worker_warms_up_on_the_task_config_as_it_starts(monkeypatch, tmp_path):
+    """LocalPool(warm=cfg): every forked worker runs points.warm_up(cfg) once, before
+    any chunk (while the parent plans), so its first point does not pay for it."""
+    seen = tmp_path / "warmed"
+    seen.mkdir()
+
+    def warm_up(task):
+        (seen / str(os.getpid())).write_text(str(task["marker"]))
+
+    monkeypatch.setattr(pool_module, "warm_up", warm_up)
+    started = pool_module.LocalPool(2, None, None, warm={"marker": 41})
+    started.start()
+    started.close()
+    assert sorted(p.read_text() for p in seen.iterdir()) == ["41", "41"]
+    assert os.getpid() not in {int(p.name) for p in seen.iterdir()}  # in the workers
+
+
+def signal_masks(pid: int, tid: int | None = None) -> dict[str, bool]:
+    """Whether SIGINT is blocked / ignored in a process (or one of its threads), from
+    the hexadecimal signal sets in /proc/<pid>/status (bit n - 1 for signal n)."""
+    path = f"/proc/{pid}/task/{tid}/status" if tid else f"/proc/{pid}/status"
+    lines = Path(path).read_text().splitlines()
+    sets = dict(line.split(":\t") for line in lines if ":\t" in line)
+    bit = 1 << (signal.SIGINT - 1)
+    return {name: bool(int(sets[name], 16) & bit) for name in ("SigBlk", "SigIgn")}
+
+
+def test_workers_start_with_ctrl_c_held_then_ignore_it(monkeypatch):
+    """The workers are forked with SIGINT blocked (a Ctrl-C in the instant after a
+    fork, before the worker ignores it, printed a worker's traceback), and each then
+    ignores it and unblocks it. The pool's manager thread, started in the same held
+    stretch, keeps it blocked (the main thread takes Ctrl-C); the parent does not."""
+    monkeypatch.setattr(pool_module, "warm_up", lambda task: None)
+    started = pool_module.LocalPool(2, None, None)
+    started.start()
+    try:
+        executor = started._pool
+        executor.submit(pool_module._ready).result()  # the workers' initializer has run
+        for pid in executor._processes:
+            assert signal_masks(pid) == {"SigBlk": False, "SigIgn": True}
+        manager = executor._executor_manager_thread.native_id
+        assert signal_masks(os.getpid(), manager)["SigBlk"]
+        assert signal_masks(os.getpid(), threading.get_native_id()) == {
+            "SigBlk": False,
+            "SigIgn": False,
+        }
+    finally:
+        started.close()

@@ -6,7 +6,12 @@ milliseconds with every module, the task function and Hydra's state already load
 a chunk carries only its shape's typed object (or config) and its points. The sweeper forks them
 (:meth:`LocalPool.start`) before it composes the points: forking a process of this
 size and delivering its first chunk took 16-22 ms, which then overlaps the parent's
-planning instead of delaying the first chunk. Results come back per chunk,
+planning instead of delaying the first chunk. Each worker then runs the same warm-up
+on its own (:func:`_start_worker`): a forked process shares the parent's memory until
+it writes to it, and Python writes to every object it touches (reference counts), so
+a worker's first point paid for copying those pages and for cold caches, 3-8 ms more
+than the next; paid while the parent plans, on ``dispatch_ratio`` the points' window
+shrank from 153-193 to 145-168 ms (five runs each, alternating). Results come back per chunk,
 in completion order, to a callback in the parent. The parent's objects are frozen out
 of the garbage collector (``gc.freeze``) while workers run, as Python's ``gc`` docs
 advise before a fork: a worker's full collection would otherwise walk (and, writing
@@ -21,20 +26,22 @@ worker, an error row saying so: one bad point never loses the others' rows.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
 
-from kernbench.sweep.points import Chunk, PointResult, run_chunk
+from kernbench.sweep.points import Chunk, PointResult, run_chunk, warm_up
 
 OnResult = Callable[[PointResult], None]
-_WORKER_STATE: tuple[Any, Any] = (None, None)  # (task function, HydraContext)
+# (task function, HydraContext, the task config each worker warms up on, or None)
+_WORKER_STATE: tuple[Any, Any, Any] = (None, None, None)
 
 
 def worker_count(n_jobs: int | None) -> int:
@@ -48,11 +55,12 @@ def worker_count(n_jobs: int | None) -> int:
 class LocalPool:
     """``n_workers`` worker processes for one sweep's chunks. :meth:`start` forks them
     ahead of time (the sweeper calls it before composing the points), so they are
-    ready, their start-up paid while the parent plans, when the first chunk is cut."""
+    ready, their start-up paid while the parent plans, when the first chunk is cut.
+    With a ``warm`` task config, each worker warms up on it as it starts."""
 
-    def __init__(self, n_workers: int, task: Any, context: Any) -> None:
+    def __init__(self, n_workers: int, task: Any, context: Any, warm: Any = None) -> None:
         self.n_workers = n_workers
-        self.task, self.context = task, context
+        self.task, self.context, self.warm = task, context, warm
         self._pool: ProcessPoolExecutor | None = None
 
     def start(self) -> None:
@@ -60,10 +68,9 @@ class LocalPool:
         global _WORKER_STATE
         if self._pool is not None:
             return
-        _WORKER_STATE = (self.task, self.context)  # inherited by forked workers
+        _WORKER_STATE = (self.task, self.context, self.warm)  # inherited by forked workers
         gc.freeze()  # see the module's docstring; undone when the chunks have run
-        self._pool = _executor(self.n_workers)
-        self._pool.submit(_ready)
+        self._pool = _started(self.n_workers)
 
     def close(self) -> None:
         """Shut down workers that were started but never given chunks."""
@@ -82,7 +89,7 @@ class LocalPool:
             broken = _round(first, chunks, on_result)
             singles = [replace(c, points=[p]) for c in broken for p in c.points]
             for chunk in singles:  # one at a time, so a crash names its own point
-                if _round(_executor(1), [chunk], on_result):
+                if _round(_started(1), [chunk], on_result):
                     on_result(_died(chunk))
         finally:
             gc.unfreeze()
@@ -121,21 +128,47 @@ def _ready() -> None:
     """The no-op task that makes a pool fork its workers."""
 
 
-def _executor(n_workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_idle_ignores_ctrl_c)
+def _started(n_workers: int) -> ProcessPoolExecutor:
+    """A pool with its workers forked (with ``fork``, the first submit forks them all),
+    Ctrl-C held back meanwhile: a worker must not take it before :func:`_start_worker`
+    ignores it, nor the parent inside the pool's start-up, half done (its manager
+    thread then kept the interpreter from exiting). A Ctrl-C pressed meanwhile reaches
+    the parent once the pool is whole."""
+    with _ctrl_c_held():
+        pool = ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_start_worker)
+        pool.submit(_ready)
+    return pool
 
 
-def _idle_ignores_ctrl_c() -> None:
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """SIGINT blocked in this thread (and in the threads and processes it starts)."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: spawned workers, no mask
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _start_worker() -> None:
     """Ctrl-C reaches the whole process group. A worker waiting for a chunk (during
     the parent's planning, say) ignores it: the parent stops the sweep and then its
-    workers, and the terminal shows one traceback, not one per worker too."""
+    workers, and the terminal shows one traceback, not one per worker too. (It starts
+    with SIGINT blocked, :func:`_started`: ignored, then unblocked, one pressed
+    meanwhile is dropped.) Then the warm-up (the module's docstring says why)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    warm_up(_WORKER_STATE[2])
 
 
 def _work(chunk: Chunk) -> list[PointResult]:
     """Run a chunk in a worker; Ctrl-C interrupts it (and reaches the parent as the
     chunk's exception), while between chunks the worker ignores it."""
-    task, context = _WORKER_STATE
+    task, context, _ = _WORKER_STATE
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return run_chunk(chunk, task, context)

@@ -71,12 +71,12 @@ class FastLauncher(Launcher):
     def workers(self) -> int:
         return pool.worker_count(self.n_jobs)
 
-    def start_workers(self, points: int) -> None:
+    def start_workers(self, points: int, warm: DictConfig | None = None) -> None:
         """Fork the workers now (no more than there are ``points``), for the chunks
-        :meth:`run_chunks` will be given."""
+        :meth:`run_chunks` will be given; each warms up on the ``warm`` task config."""
         if self.pool is None:
             workers = max(1, min(self.workers, points))
-            self.pool = pool.LocalPool(workers, self.task_function, self.hydra_context)
+            self.pool = pool.LocalPool(workers, self.task_function, self.hydra_context, warm)
         self.pool.start()
 
     def stop_workers(self) -> None:
@@ -165,10 +165,11 @@ class FastSweeper(Sweeper):
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         jobs = [job for batch in batches for job in batch]
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
-        if local and not self.dry_run:
-            warm_up(without_hydra(self.config))  # once, before the workers fork
-            self.launcher.start_workers(len(jobs))  # they start while points are composed
         try:
+            if local and not self.dry_run:
+                task = without_hydra(self.config)
+                warm_up(task)  # once, before the workers fork: they inherit what it loads
+                self.launcher.start_workers(len(jobs), task)  # they start while points are composed
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
             if self.dry_run:
                 return dry_run(plan, is_point_task(self.task_function))
