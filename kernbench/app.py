@@ -73,10 +73,12 @@ def run_job(
     cache: PointCache | None = None,
     bar: RunBar | None = None,
     rows: list[dict[str, Any]] | None = None,
+    prepared: Prepared | None = None,
 ) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
     ``cfg`` may also be the typed object already (the fast sweep's typed path,
-    :mod:`kernbench.sweep.typed`), handed over: it is validated in place.
+    :mod:`kernbench.sweep.typed`), handed over: it is validated in place; or, with
+    ``prepared``, validated already (a sweep worker prepares a few points ahead).
 
     With ``rows`` the row is appended there instead of written (the fast sweep,
     :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
@@ -87,11 +89,11 @@ def run_job(
     config from ``compose``; the cache is explicit so they never share one by accident.
     """
     job = job or JobId()
-    start = time.perf_counter()
+    start = time.perf_counter() - (prepared.seconds if prepared else 0.0)
     typed: Any = cfg
     columns, key = None, None
     try:
-        typed, columns = prepare(cfg)
+        typed, columns = (prepared.config, prepared.columns) if prepared else prepare(cfg)
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)
             hit = cache.load(key)
@@ -120,6 +122,16 @@ def run_job(
     if path is not None:
         print(f"result: {path}")
     return STATUS_OK
+
+
+@dataclass
+class Prepared:
+    """A config :func:`prepare` has validated, its columns, and the seconds that took
+    (the job's ``wall_s`` counts them)."""
+
+    config: KernBenchConfig
+    columns: dict[str, Any]
+    seconds: float
 
 
 def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[str, Any]]:

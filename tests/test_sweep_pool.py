@@ -12,6 +12,7 @@ import gc
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from hydra.types import RunMode
 
 from kernbench import app
 from kernbench.config.store import conf_dir, register_configs
+from kernbench.sweep import points as points_module
 from kernbench.sweep import pool as pool_module
 from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.points import run_chunk
@@ -54,10 +56,10 @@ def plan(request):
 def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch, tmp_path):
     real = app.run_job
 
-    def run_job(cfg, out_dir, job, cache=None, bar=None, rows=None):
+    def run_job(cfg, out_dir, job, cache=None, bar=None, rows=None, **kwargs):
         if job.job_num == DEADLY:
             os._exit(3)
-        return real(cfg, out_dir, job, cache, bar, rows)
+        return real(cfg, out_dir, job, cache, bar, rows, **kwargs)
 
     monkeypatch.setattr(app, "run_job", run_job)
     chunks = list(
@@ -151,6 +153,62 @@ def test_each_worker_warms_up_on_the_task_config_as_it_starts(monkeypatch, tmp_p
     started.close()
     assert sorted(p.read_text() for p in seen.iterdir()) == ["41", "41"]
     assert os.getpid() not in {int(p.name) for p in seen.iterdir()}  # in the workers
+
+
+def test_points_prepared_ahead_count_that_time_and_keep_its_output(plan, monkeypatch, tmp_path):
+    """A worker builds and validates PREPARED_AHEAD points (2 here) before simulating
+    them, then the next ones: the time that took is in each point's wall_s (the whole
+    job's), and what it printed is in the point's log. Preparing sleeps 50 ms here:
+    without counting it, a point's wall_s would be its simulation's plus well under a
+    millisecond."""
+    real_prepare, real_run = app.prepare, app.run_job
+    events = []
+
+    def prepare(cfg):
+        typed, columns = real_prepare(cfg)
+        print(f"prepared {columns['workload.bytes_per_pe']}")
+        events.append(f"prepare {columns['workload.bytes_per_pe'] // 4096 - 1}")
+        time.sleep(0.05)
+        return typed, columns
+
+    def run_job(cfg, out_dir, job, *args, **kwargs):
+        events.append(f"run {job.job_num}")
+        return real_run(cfg, out_dir, job, *args, **kwargs)
+
+    monkeypatch.setattr(app, "prepare", prepare)
+    monkeypatch.setattr(app, "run_job", run_job)
+    monkeypatch.setattr(points_module, "PREPARED_AHEAD", 2)
+    [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    results = run_chunk(chunk)
+    assert [r.status for r in results] == ["ok"] * 5
+    assert events == [
+        *("prepare 0", "prepare 1", "run 0", "run 1"),
+        *("prepare 2", "prepare 3", "run 2", "run 3"),
+        *("prepare 4", "run 4"),
+    ]
+    for n, result in enumerate(results):
+        [row] = result.rows
+        assert f"prepared {4096 * (n + 1)}\n" in result.log
+        assert row["wall_s"] >= 0.05 + row["sim_wall_s"]
+        assert result.wall_s >= row["wall_s"]
+
+
+def test_a_point_that_fails_to_prepare_ahead_gets_its_error_row(plan, tmp_path):
+    """Preparing ahead swallows nothing: a point whose values break a rule (one PE
+    cannot stream more than its HBM) is run as before and reports its own error."""
+    plan.points[1].values = []  # the OmegaConf path below reads only the overrides
+    plan.points[1].assigned = None
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    [bad] = OverridesParser.create().parse_overrides(["workload.bytes_per_pe=0"])
+    plan.points[1].values = [bad]
+    chunk = next(
+        iter(make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None}))
+    )
+    results = {r.num: r for r in run_chunk(chunk)}
+    assert [results[n].status for n in range(5)] == ["ok", "error", "ok", "ok", "ok"]
+    assert results[1].error == "workload.bytes_per_pe: 0 is not >= 1"
+    assert results[1].rows[0]["workload.bytes_per_pe"] == 0
 
 
 def signal_masks(pid: int, tid: int | None = None) -> dict[str, bool]:

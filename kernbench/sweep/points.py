@@ -38,6 +38,11 @@ from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
 
 _MARK = "__kernbench_point_task__"
+# Points a worker builds and validates before simulating them: the Python around a
+# simulation ran 1.5x slower right after one (its caches evicted), so a few points'
+# configs are made in a row, then simulated in a row. (+1.6% parallel efficiency on
+# dispatch_ratio, eight alternating runs each: medians 0.838 -> 0.854.)
+PREPARED_AHEAD = 16
 
 
 def point_task(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -111,16 +116,19 @@ def run_chunk(
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only; ``after`` sees
     each point's result as it ends (a cluster task marks its progress with it)."""
-    configs = PointConfigs(chunk) if chunk.kernbench else None
     results = []
-    for point in chunk.points:
-        if configs is not None:
-            result = run_kernbench_point(chunk, point, configs)
-        else:
-            result = run_hydra_job(chunk, point, task, context)
-        if after is not None:
-            after(result)
-        results.append(result)
+    configs = PointConfigs(chunk) if chunk.kernbench else None
+    for first in range(0, len(chunk.points), PREPARED_AHEAD):
+        points = chunk.points[first : first + PREPARED_AHEAD]
+        ahead = {p.num: configs.prepare(p) for p in points} if configs is not None else {}
+        for point in points:
+            if configs is not None:
+                result = run_kernbench_point(chunk, point, configs, ahead[point.num])
+            else:
+                result = run_hydra_job(chunk, point, task, context)
+            if after is not None:
+                after(result)
+            results.append(result)
     return results
 
 
@@ -141,28 +149,54 @@ class PointConfigs:
             self._pickled = pickle.dumps(self.chunk.config)
         return apply_values(self._pickled, point.values)
 
+    def prepare(self, point: Point) -> Ahead:
+        """The point's config built and validated ahead of its run, with what that
+        printed; on any error, nothing: the point's run builds it again and reports it
+        as every failing point is reported (building is deterministic)."""
+        from kernbench import app
+
+        start = time.perf_counter()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                config, columns = app.prepare(self(point))
+            except Exception:
+                return Ahead(None, out.getvalue())
+        return Ahead(app.Prepared(config, columns, _since(start)), out.getvalue())
+
+
+@dataclass
+class Ahead:
+    """A point prepared ahead of its run (:meth:`PointConfigs.prepare`)."""
+
+    prepared: Any  # kernbench.app.Prepared, or None if building or validating failed
+    log: str
+
 
 def run_kernbench_point(
-    chunk: Chunk, point: Point, configs: PointConfigs | None = None
+    chunk: Chunk, point: Point, configs: PointConfigs | None = None, ahead: Ahead | None = None
 ) -> PointResult:
-    """One point through ``run_job``, its output captured, its row collected."""
+    """One point through ``run_job``, its output captured, its row collected. With
+    ``ahead``, what preparing it ahead made (its time counts in the point's)."""
     from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
 
-    start = time.perf_counter()
-    out = io.StringIO()
+    prepared = ahead.prepared if ahead else None
+    start = time.perf_counter() - (prepared.seconds if prepared else 0.0)
+    out = io.StringIO(ahead.log if ahead else "")
+    out.seek(0, io.SEEK_END)
     rows: list[dict[str, Any]] = []
     job = app.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            cfg = (configs or PointConfigs(chunk))(point)
+            cfg = prepared.config if prepared else (configs or PointConfigs(chunk))(point)
         except Exception as exc:  # a clash only the whole point shows: its error row
             return _composition_error(chunk, point, exc, start)
         out_dir = Path(chunk.sweep_dir) / str(point.num)
         if _wants_trace(cfg):
             out_dir.mkdir(parents=True, exist_ok=True)  # only a trace is written there
-        status = app.run_job(cfg, out_dir, job, cache, rows=rows)
+        status = app.run_job(cfg, out_dir, job, cache, rows=rows, prepared=prepared)
     error = rows[0].get("error") if rows else None
     return PointResult(point.num, status, error, out.getvalue(), _since(start), rows)
 
