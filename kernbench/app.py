@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def run_job(
     bar: RunBar | None = None,
     rows: list[dict[str, Any]] | None = None,
     prepared: Prepared | None = None,
+    deferred: list[Callable[[], None]] | None = None,
 ) -> str:
     """Run one composed config, write its row to ``out_dir``, return the status.
     ``cfg`` may also be the typed object already (the fast sweep's typed path,
@@ -82,7 +84,11 @@ def run_job(
 
     With ``rows`` the row is appended there instead of written (the fast sweep,
     :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
-    merged table; ``out_dir`` then only receives a trace). With a ``cache``, a point
+    merged table; ``out_dir`` then only receives a trace). With ``deferred``, a point
+    simulated ok gets its row, and its metrics printed, from a function appended there,
+    for the caller to call when it chooses (a sweep worker, once it has run a few
+    points' simulations in a row; the row's ``wall_s`` does not count the wait).
+    With a ``cache``, a point
     found there is not simulated (unless it asks for more than its metrics:
     :func:`must_simulate`), and a point simulated ok is stored.
     ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
@@ -115,12 +121,27 @@ def run_job(
     if cache is not None and key is not None:
         cache.store(key, result.metrics)
     wall_s = time.perf_counter() - start
-    path = _write(
-        out_dir, job, columns, STATUS_OK, None, result.metrics, wall_s, result.timings, rows=rows
-    )
-    print(result.summary())
-    if path is not None:
-        print(f"result: {path}")
+
+    def finish() -> None:
+        path = _write(
+            out_dir,
+            job,
+            columns,
+            STATUS_OK,
+            None,
+            result.metrics,
+            wall_s,
+            result.timings,
+            rows=rows,
+        )
+        print(result.summary())
+        if path is not None:
+            print(f"result: {path}")
+
+    if deferred is None:
+        finish()
+    else:
+        deferred.append(finish)
     return STATUS_OK
 
 

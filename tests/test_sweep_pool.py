@@ -155,42 +155,57 @@ def test_each_worker_warms_up_on_the_task_config_as_it_starts(monkeypatch, tmp_p
     assert os.getpid() not in {int(p.name) for p in seen.iterdir()}  # in the workers
 
 
-def test_points_prepared_ahead_count_that_time_and_keep_its_output(plan, monkeypatch, tmp_path):
-    """A worker builds and validates PREPARED_AHEAD points (2 here) before simulating
-    them, then the next ones: the time that took is in each point's wall_s (the whole
-    job's), and what it printed is in the point's log. Preparing sleeps 50 ms here:
-    without counting it, a point's wall_s would be its simulation's plus well under a
-    millisecond."""
-    real_prepare, real_run = app.prepare, app.run_job
+def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_path):
+    """A worker takes PREPARED_AHEAD points (2 here) at a time: builds and validates
+    them, then simulates them, then makes their rows, each phase in a row. Each point's
+    wall_s counts its own preparing and simulating, not the other points': preparing
+    sleeps 100 ms here and so does the simulation, so a point's wall_s is 200 ms and
+    its simulation's plus well under a millisecond; counting the other point's
+    simulation of its batch too would make it 300. What preparing printed is in the
+    point's log, and so is its metric block."""
+    real_prepare, real_run, real_row = app.prepare, app.run_job, app.make_row
+    real_simulate = app.simulate.run_validated
     events = []
 
     def prepare(cfg):
         typed, columns = real_prepare(cfg)
         print(f"prepared {columns['workload.bytes_per_pe']}")
         events.append(f"prepare {columns['workload.bytes_per_pe'] // 4096 - 1}")
-        time.sleep(0.05)
+        time.sleep(0.1)
         return typed, columns
 
     def run_job(cfg, out_dir, job, *args, **kwargs):
         events.append(f"run {job.job_num}")
         return real_run(cfg, out_dir, job, *args, **kwargs)
 
+    def simulate(*args, **kwargs):
+        time.sleep(0.1)
+        return real_simulate(*args, **kwargs)
+
+    def make_row(columns, **kwargs):
+        events.append(f"row {kwargs['job_num']}")
+        return real_row(columns, **kwargs)
+
     monkeypatch.setattr(app, "prepare", prepare)
     monkeypatch.setattr(app, "run_job", run_job)
+    monkeypatch.setattr(app.simulate, "run_validated", simulate)
+    monkeypatch.setattr(app, "make_row", make_row)
     monkeypatch.setattr(points_module, "PREPARED_AHEAD", 2)
     [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
     results = run_chunk(chunk)
     assert [r.status for r in results] == ["ok"] * 5
     assert events == [
-        *("prepare 0", "prepare 1", "run 0", "run 1"),
-        *("prepare 2", "prepare 3", "run 2", "run 3"),
-        *("prepare 4", "run 4"),
+        *("prepare 0", "prepare 1", "run 0", "run 1", "row 0", "row 1"),
+        *("prepare 2", "prepare 3", "run 2", "run 3", "row 2", "row 3"),
+        *("prepare 4", "run 4", "row 4"),
     ]
     for n, result in enumerate(results):
         [row] = result.rows
-        assert f"prepared {4096 * (n + 1)}\n" in result.log
-        assert row["wall_s"] >= 0.05 + row["sim_wall_s"]
-        assert result.wall_s >= row["wall_s"]
+        assert row["cached"] is False
+        assert result.log.startswith(f"prepared {4096 * (n + 1)}\n")
+        assert f"bytes_moved               {4096 * (n + 1)}\n" in result.log
+        assert 0.2 + row["sim_wall_s"] <= row["wall_s"] < 0.27 + row["sim_wall_s"]
+        assert row["wall_s"] <= result.wall_s < row["wall_s"] + 0.07
 
 
 def test_a_point_that_fails_to_prepare_ahead_gets_its_error_row(plan, tmp_path):

@@ -38,10 +38,11 @@ from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
 
 _MARK = "__kernbench_point_task__"
-# Points a worker builds and validates before simulating them: the Python around a
-# simulation ran 1.5x slower right after one (its caches evicted), so a few points'
-# configs are made in a row, then simulated in a row. (+1.6% parallel efficiency on
-# dispatch_ratio, eight alternating runs each: medians 0.838 -> 0.854.)
+# Points a worker takes at a time: it builds and validates them, then simulates them,
+# then makes their rows, each phase in a row. Python run right after a simulation
+# found its caches evicted: validating a dispatch_ratio point took 0.35-0.7 ms there,
+# 0.13-0.18 ms after another validation. Parallel efficiency on dispatch_ratio, eight
+# alternating runs each: medians 0.838 -> 0.854 (configs ahead) -> 0.866 (rows after).
 PREPARED_AHEAD = 16
 
 
@@ -115,17 +116,25 @@ def run_chunk(
 ) -> list:
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only; ``after`` sees
-    each point's result as it ends (a cluster task marks its progress with it)."""
+    each point's result as it ends (a cluster task marks its progress with it).
+
+    kernbench's points run in batches of :data:`PREPARED_AHEAD`: their configs built
+    and validated, then their simulations, then their rows made, each phase in a row
+    (see :data:`PREPARED_AHEAD` for why)."""
+    if not chunk.kernbench:
+        results = [run_hydra_job(chunk, point, task, context) for point in chunk.points]
+        for result in results:
+            if after is not None:
+                after(result)
+        return results
     results = []
-    configs = PointConfigs(chunk) if chunk.kernbench else None
+    configs = PointConfigs(chunk)
     for first in range(0, len(chunk.points), PREPARED_AHEAD):
         points = chunk.points[first : first + PREPARED_AHEAD]
-        ahead = {p.num: configs.prepare(p) for p in points} if configs is not None else {}
-        for point in points:
-            if configs is not None:
-                result = run_kernbench_point(chunk, point, configs, ahead[point.num])
-            else:
-                result = run_hydra_job(chunk, point, task, context)
+        ahead = {point.num: configs.prepare(point) for point in points}
+        runs = [simulate_point(chunk, point, configs, ahead[point.num]) for point in points]
+        for run in runs:
+            result = run.finish()
             if after is not None:
                 after(result)
             results.append(result)
@@ -173,11 +182,38 @@ class Ahead:
     log: str
 
 
-def run_kernbench_point(
+@dataclass
+class PointRun:
+    """A kernbench point whose simulation has run, its row still to be made
+    (:meth:`finish`), or a point that ended before it (``result``)."""
+
+    num: int
+    status: str
+    out: io.StringIO  # what the point printed, every phase
+    seconds: float  # the point's own time so far
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    deferred: list[Callable[[], None]] = field(default_factory=list)
+    result: PointResult | None = None
+
+    def finish(self) -> PointResult:
+        """Make the point's row (run_job's deferred part) and its result."""
+        if self.result is not None:
+            return self.result
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(self.out), contextlib.redirect_stderr(self.out):
+            for part in self.deferred:
+                part()
+        error = self.rows[0].get("error") if self.rows else None
+        seconds = self.seconds + _since(start)
+        return PointResult(self.num, self.status, error, self.out.getvalue(), seconds, self.rows)
+
+
+def simulate_point(
     chunk: Chunk, point: Point, configs: PointConfigs | None = None, ahead: Ahead | None = None
-) -> PointResult:
-    """One point through ``run_job``, its output captured, its row collected. With
-    ``ahead``, what preparing it ahead made (its time counts in the point's)."""
+) -> PointRun:
+    """One point through ``run_job``, its output captured, its row left for
+    :meth:`PointRun.finish`. With ``ahead``, what preparing it ahead made (its time
+    counts in the point's)."""
     from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
 
@@ -185,20 +221,23 @@ def run_kernbench_point(
     start = time.perf_counter() - (prepared.seconds if prepared else 0.0)
     out = io.StringIO(ahead.log if ahead else "")
     out.seek(0, io.SEEK_END)
-    rows: list[dict[str, Any]] = []
+    run = PointRun(point.num, "error", out, 0.0)
     job = app.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
             cfg = prepared.config if prepared else (configs or PointConfigs(chunk))(point)
         except Exception as exc:  # a clash only the whole point shows: its error row
-            return _composition_error(chunk, point, exc, start)
+            run.result = _composition_error(chunk, point, exc, start)
+            return run
         out_dir = Path(chunk.sweep_dir) / str(point.num)
         if _wants_trace(cfg):
             out_dir.mkdir(parents=True, exist_ok=True)  # only a trace is written there
-        status = app.run_job(cfg, out_dir, job, cache, rows=rows, prepared=prepared)
-    error = rows[0].get("error") if rows else None
-    return PointResult(point.num, status, error, out.getvalue(), _since(start), rows)
+        run.status = app.run_job(
+            cfg, out_dir, job, cache, rows=run.rows, prepared=prepared, deferred=run.deferred
+        )
+    run.seconds = _since(start)
+    return run
 
 
 def _wants_trace(cfg: Any) -> bool:
