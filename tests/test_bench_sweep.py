@@ -6,7 +6,8 @@ figures taken in one run (never timed asserts in the default suite).
   points on 2 workers: target <= 15 ms;
 - bw_equivalence, cache off: wall <= 1.5 x sum(sim_wall_s) / 2 + 3 s; its fully cached
   rerun <= 3 s;
-- dispatch_ratio: parallel efficiency sum(sim_wall_s) / (2 x wall) >= 0.85.
+- dispatch_ratio: parallel efficiency sum(sim_wall_s) / (2 x wall) >= 0.85 (the median
+  of three runs).
 Each prints its figures; the README ("Sweeps and studies") records what they were.
 """
 
@@ -112,13 +113,24 @@ def test_dispatch_ratio_parallel_efficiency(tmp_path):
     chunks, handing them to workers, each point's work around its simulation and
     waiting on the last one count); over the whole command, Python's start-up (1-3 s)
     outweighs the preset's ~0.25 s of simulation, so that figure is printed but not
-    the target."""
-    wall, rows, shown_s = timed_sweep(tmp_path, "dr", "+experiment=dispatch_ratio", "cache=false")
-    points_s = points_window(tmp_path / "dr")
-    efficiency = sim_total(rows) / (WORKERS * points_s)
-    print(
-        f"\ndispatch_ratio: wall {wall:.2f} s, points {points_s:.3f} s (progress line"
-        f" {shown_s:.1f} s), sum sim {sim_total(rows):.3f} s, efficiency {efficiency:.2f}"
-        f" (target 0.85), over the whole command {sim_total(rows) / (WORKERS * wall):.2f}"
-    )
-    assert efficiency >= 0.85
+    the target. The points run for ~0.14 s, so one run's figure moves by a few
+    hundredths with whatever else the machine does: the target is the median of
+    three runs (each printed)."""
+    figures = []
+    for run in range(3):
+        name = f"dr{run}"
+        wall, rows, shown_s = timed_sweep(
+            tmp_path, name, "+experiment=dispatch_ratio", "cache=false"
+        )
+        points_s = points_window(tmp_path / name)
+        efficiency = sim_total(rows) / (WORKERS * points_s)
+        figures.append(efficiency)
+        print(
+            f"\ndispatch_ratio: wall {wall:.2f} s, points {points_s:.3f} s (progress line"
+            f" {shown_s:.1f} s), sum sim {sim_total(rows):.3f} s, efficiency"
+            f" {efficiency:.3f}, over the whole command"
+            f" {sim_total(rows) / (WORKERS * wall):.2f}"
+        )
+    median = sorted(figures)[1]
+    print(f"dispatch_ratio: median efficiency {median:.3f} (target 0.85)")
+    assert median >= 0.85
