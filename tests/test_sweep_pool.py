@@ -156,7 +156,7 @@ def test_each_worker_warms_up_on_the_task_config_as_it_starts(monkeypatch, tmp_p
 
 
 def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_path):
-    """A worker takes PREPARED_AHEAD points (2 here) at a time: builds and validates
+    """A worker takes POINTS_PER_BATCH points (2 here) at a time: builds and validates
     them, then simulates them, then makes their rows, each phase in a row. Each point's
     wall_s counts its own preparing and simulating, not the other points': preparing
     sleeps 200 ms here and so does the simulation, so a point's wall_s is 400 ms and
@@ -190,7 +190,7 @@ def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_
     monkeypatch.setattr(app, "run_job", run_job)
     monkeypatch.setattr(app.simulate, "run_validated", simulate)
     monkeypatch.setattr(app, "make_row", make_row)
-    monkeypatch.setattr(points_module, "PREPARED_AHEAD", 2)
+    monkeypatch.setattr(points_module, "POINTS_PER_BATCH", 2)
     [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
     results = run_chunk(chunk)
     assert [r.status for r in results] == ["ok"] * 5

@@ -11,7 +11,8 @@ of two ways:
   :func:`kernbench.app.run_job`, the per-point function of the stock path, so rows,
   cache hits and error rows are the stock path's own; the row comes back to the parent
   instead of a per-point ``result.parquet``, and what the point printed (its metric
-  block, a traceback) is kept for the sweep's ``points.log``.
+  block, a traceback) is kept for the sweep's ``points.log``. Points run in batches,
+  each phase of a batch in a row: configs, simulations, rows (:data:`POINTS_PER_BATCH`).
 - **any other task function** (Hydra's plugin test suites run theirs): through Hydra's
   ``run_job`` with the point's full config, so the job keeps Hydra's per-job directory,
   ``.hydra/`` files, log file and ``JobReturn``.
@@ -30,12 +31,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
+
+if TYPE_CHECKING:  # app imports this module
+    from kernbench.app import Prepared
 
 _MARK = "__kernbench_point_task__"
 # Points a worker takes at a time: it builds and validates them, then simulates them,
@@ -43,7 +47,7 @@ _MARK = "__kernbench_point_task__"
 # found its caches evicted: validating a dispatch_ratio point took 0.35-0.7 ms there,
 # 0.13-0.18 ms after another validation. Parallel efficiency on dispatch_ratio, eight
 # alternating runs each: medians 0.838 -> 0.854 (configs ahead) -> 0.866 (rows after).
-PREPARED_AHEAD = 16
+POINTS_PER_BATCH = 16
 
 
 def point_task(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -118,9 +122,9 @@ def run_chunk(
     function and HydraContext) are needed by the generic path only; ``after`` sees
     each point's result as it ends (a cluster task marks its progress with it).
 
-    kernbench's points run in batches of :data:`PREPARED_AHEAD`: their configs built
+    kernbench's points run in batches of :data:`POINTS_PER_BATCH`: their configs built
     and validated, then their simulations, then their rows made, each phase in a row
-    (see :data:`PREPARED_AHEAD` for why)."""
+    (see :data:`POINTS_PER_BATCH` for why)."""
     if not chunk.kernbench:
         results = [run_hydra_job(chunk, point, task, context) for point in chunk.points]
         for result in results:
@@ -129,8 +133,8 @@ def run_chunk(
         return results
     results = []
     configs = PointConfigs(chunk)
-    for first in range(0, len(chunk.points), PREPARED_AHEAD):
-        points = chunk.points[first : first + PREPARED_AHEAD]
+    for first in range(0, len(chunk.points), POINTS_PER_BATCH):
+        points = chunk.points[first : first + POINTS_PER_BATCH]
         ahead = {point.num: configs.prepare(point) for point in points}
         runs = [simulate_point(chunk, point, configs, ahead[point.num]) for point in points]
         for run in runs:
@@ -178,7 +182,7 @@ class PointConfigs:
 class Ahead:
     """A point prepared ahead of its run (:meth:`PointConfigs.prepare`)."""
 
-    prepared: Any  # kernbench.app.Prepared, or None if building or validating failed
+    prepared: Prepared | None  # None if building or validating failed
     log: str
 
 
