@@ -246,9 +246,14 @@ def test_workers_start_with_ctrl_c_held_then_ignore_it(monkeypatch):
     started.start()
     try:
         executor = started._pool
-        executor.submit(pool_module._ready).result()  # the workers' initializer has run
+        ready = {"SigBlk": False, "SigIgn": True}  # once each worker's initializer ran
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(signal_masks(pid) == ready for pid in executor._processes):
+                break
+            time.sleep(0.01)
         for pid in executor._processes:
-            assert signal_masks(pid) == {"SigBlk": False, "SigIgn": True}
+            assert signal_masks(pid) == ready
         manager = executor._executor_manager_thread.native_id
         assert signal_masks(os.getpid(), manager)["SigBlk"]
         assert signal_masks(os.getpid(), threading.get_native_id()) == {
