@@ -262,3 +262,20 @@ def test_workers_start_with_ctrl_c_held_then_ignore_it(monkeypatch):
         }
     finally:
         started.close()
+
+
+def test_a_generic_task_chunk_reports_each_point_as_it_ends(plan, monkeypatch, tmp_path):
+    """Points of another task function (Hydra's run_job per point) are not batched:
+    ``after`` (a cluster task's progress marks) sees each as soon as it ends."""
+    events = []
+
+    def run_hydra_job(chunk, point, task, context):
+        events.append(f"run {point.num}")
+        return points_module.PointResult(point.num, "ok")
+
+    monkeypatch.setattr(points_module, "run_hydra_job", run_hydra_job)
+    base = {"sweep_dir": str(tmp_path), "cache_dir": None, "kernbench": False}
+    [chunk] = make_chunks(plan, fixed_sizes(5), base)
+    results = run_chunk(chunk, after=lambda result: events.append(f"done {result.num}"))
+    assert [r.num for r in results] == [0, 1, 2, 3, 4]
+    assert events == [f"{what} {n}" for n in range(5) for what in ("run", "done")]

@@ -125,23 +125,24 @@ def run_chunk(
     kernbench's points run in batches of :data:`POINTS_PER_BATCH`: their configs built
     and validated, then their simulations, then their rows made, each phase in a row
     (see :data:`POINTS_PER_BATCH` for why)."""
-    if not chunk.kernbench:
-        results = [run_hydra_job(chunk, point, task, context) for point in chunk.points]
-        for result in results:
-            if after is not None:
-                after(result)
-        return results
     results = []
+
+    def done(result: PointResult) -> None:
+        if after is not None:
+            after(result)
+        results.append(result)
+
+    if not chunk.kernbench:
+        for point in chunk.points:
+            done(run_hydra_job(chunk, point, task, context))
+        return results
     configs = PointConfigs(chunk)
     for first in range(0, len(chunk.points), POINTS_PER_BATCH):
         points = chunk.points[first : first + POINTS_PER_BATCH]
         ahead = {point.num: configs.prepare(point) for point in points}
         runs = [simulate_point(chunk, point, configs, ahead[point.num]) for point in points]
         for run in runs:
-            result = run.finish()
-            if after is not None:
-                after(result)
-            results.append(result)
+            done(run.finish())
     return results
 
 
