@@ -156,7 +156,7 @@ def test_each_worker_warms_up_on_the_task_config_as_it_starts(monkeypatch, tmp_p
 
 
 def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_path):
-    """A worker takes POINTS_PER_BATCH points (2 here) at a time: builds and validates
+    """A worker takes a batch of points (2 here) at a time: builds and validates
     them, then simulates them, then makes their rows, each phase in a row. Each point's
     wall_s counts its own preparing and simulating, not the other points': preparing
     sleeps 200 ms here and so does the simulation, so a point's wall_s is 400 ms and
@@ -190,7 +190,7 @@ def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_
     monkeypatch.setattr(app, "run_job", run_job)
     monkeypatch.setattr(app.simulate, "run_validated", simulate)
     monkeypatch.setattr(app, "make_row", make_row)
-    monkeypatch.setattr(points_module, "POINTS_PER_BATCH", 2)
+    monkeypatch.setattr(points_module, "batch_size", lambda point_s: 2)
     [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
     results = run_chunk(chunk)
     assert [r.status for r in results] == ["ok"] * 5
@@ -279,3 +279,37 @@ def test_a_generic_task_chunk_reports_each_point_as_it_ends(plan, monkeypatch, t
     results = run_chunk(chunk, after=lambda result: events.append(f"done {result.num}"))
     assert [r.num for r in results] == [0, 1, 2, 3, 4]
     assert events == [f"{what} {n}" for n in range(5) for what in ("run", "done")]
+
+
+def test_batches_hold_about_a_tenth_of_a_second_of_the_workers_recent_points():
+    """batch_size: one point before the worker has timed any; then as many of its
+    recent points as fit in BATCH_SECONDS (0.1 s), at least 1, at most 16."""
+    assert (points_module.BATCH_SECONDS, points_module.POINTS_PER_BATCH) == (0.1, 16)
+    assert points_module.batch_size(None) == 1
+    assert points_module.batch_size(0.005) == 16  # a dispatch_ratio point
+    assert points_module.batch_size(0.01) == 10
+    assert points_module.batch_size(0.0099) == 10
+    assert points_module.batch_size(0.0101) == 9
+    assert points_module.batch_size(0.04) == 2  # a bw_equivalence point
+    assert points_module.batch_size(0.1) == 1
+    assert points_module.batch_size(0.06) == 1
+    assert points_module.batch_size(30.0) == 1  # minutes-long points: one at a time
+    assert points_module.batch_size(0.0) == 16
+
+
+def test_each_batch_is_sized_from_the_last_ones_points(plan, monkeypatch, tmp_path):
+    """run_chunk asks batch_size with the mean wall_s of the previous batch's points
+    (None for the worker's first), and takes that many points next."""
+    asked = []
+
+    def sizes(point_s):
+        asked.append(point_s)
+        return [1, 3, 2][len(asked) - 1]
+
+    monkeypatch.setattr(points_module, "batch_size", sizes)
+    monkeypatch.setattr(points_module, "_recent_point_s", None)
+    [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    results = run_chunk(chunk)
+    walls = [r.wall_s for r in results]
+    assert asked == [None, walls[0], sum(walls[1:4]) / 3]
+    assert points_module._recent_point_s == sum(walls[4:]) / 1

@@ -12,7 +12,7 @@ of two ways:
   cache hits and error rows are the stock path's own; the row comes back to the parent
   instead of a per-point ``result.parquet``, and what the point printed (its metric
   block, a traceback) is kept for the sweep's ``points.log``. Points run in batches,
-  each phase of a batch in a row: configs, simulations, rows (:data:`POINTS_PER_BATCH`).
+  each phase of a batch in a row: configs, simulations, rows (:data:`BATCH_SECONDS`).
 - **any other task function** (Hydra's plugin test suites run theirs): through Hydra's
   ``run_job`` with the point's full config, so the job keeps Hydra's per-job directory,
   ``.hydra/`` files, log file and ``JobReturn``.
@@ -42,12 +42,18 @@ if TYPE_CHECKING:  # app imports this module
     from kernbench.app import Prepared
 
 _MARK = "__kernbench_point_task__"
-# Points a worker takes at a time: it builds and validates them, then simulates them,
-# then makes their rows, each phase in a row. Python run right after a simulation
-# found its caches evicted: validating a dispatch_ratio point took 0.35-0.7 ms there,
-# 0.13-0.18 ms after another validation. Parallel efficiency on dispatch_ratio, eight
-# alternating runs each: medians 0.838 -> 0.854 (configs ahead) -> 0.866 (rows after).
+# A worker takes a few points at a time: it builds and validates them, then simulates
+# them, then makes their rows, each phase in a row. Python run right after a
+# simulation found its caches evicted: validating a dispatch_ratio point took
+# 0.35-0.7 ms there, 0.13-0.18 ms after another validation. Parallel efficiency on
+# dispatch_ratio, eight alternating runs each: medians 0.838 -> 0.854 (configs ahead)
+# -> 0.866 (rows after). That pays only for short points, and a point's row (a cluster
+# task's progress mark) waits for its batch: a batch holds about BATCH_SECONDS of the
+# worker's recent points, at most POINTS_PER_BATCH (a point of 5 ms: batches of 16; of
+# 50 ms: 2; of 0.1 s or more: one point, as before).
+BATCH_SECONDS = 0.1
 POINTS_PER_BATCH = 16
+_recent_point_s: float | None = None  # this worker's last batch, seconds a point
 
 
 def point_task(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -122,9 +128,9 @@ def run_chunk(
     function and HydraContext) are needed by the generic path only; ``after`` sees
     each point's result as it ends (a cluster task marks its progress with it).
 
-    kernbench's points run in batches of :data:`POINTS_PER_BATCH`: their configs built
-    and validated, then their simulations, then their rows made, each phase in a row
-    (see :data:`POINTS_PER_BATCH` for why)."""
+    kernbench's points run in batches (:func:`batch_size`): their configs built and
+    validated, then their simulations, then their rows made, each phase in a row
+    (see :data:`BATCH_SECONDS` for why)."""
     results = []
 
     def done(result: PointResult) -> None:
@@ -136,14 +142,27 @@ def run_chunk(
         for point in chunk.points:
             done(run_hydra_job(chunk, point, task, context))
         return results
+    global _recent_point_s
     configs = PointConfigs(chunk)
-    for first in range(0, len(chunk.points), POINTS_PER_BATCH):
-        points = chunk.points[first : first + POINTS_PER_BATCH]
+    first = 0
+    while first < len(chunk.points):
+        points = chunk.points[first : first + batch_size(_recent_point_s)]
+        first += len(points)
         ahead = {point.num: configs.prepare(point) for point in points}
         runs = [simulate_point(chunk, point, configs, ahead[point.num]) for point in points]
-        for run in runs:
-            done(run.finish())
+        batch = [run.finish() for run in runs]
+        for result in batch:
+            done(result)
+        _recent_point_s = sum(r.wall_s for r in batch) / len(batch)
     return results
+
+
+def batch_size(point_s: float | None) -> int:
+    """Points in the next batch, given the seconds a point took in the last (None: the
+    worker has run none yet, so one)."""
+    if point_s is None:
+        return 1
+    return max(1, min(POINTS_PER_BATCH, int(BATCH_SECONDS / max(point_s, 1e-9))))
 
 
 class PointConfigs:
