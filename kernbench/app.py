@@ -88,9 +88,8 @@ def run_job(
     simulated ok gets its row, and its metrics printed, from a function appended there,
     for the caller to call when it chooses (a sweep worker, once it has run a few
     points' simulations in a row; the row's ``wall_s`` does not count the wait).
-    With a ``cache``, a point
-    found there is not simulated (unless it asks for more than its metrics:
-    :func:`must_simulate`), and a point simulated ok is stored.
+    With a ``cache``, a point found there is not simulated (unless it asks for more
+    than its metrics: :func:`must_simulate`), and a point simulated ok is stored.
     ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
     config from ``compose``; the cache is explicit so they never share one by accident.
     """
