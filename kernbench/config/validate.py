@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.address.pa import OFFSET_BITS
-from kernbench.config.flatten import Scalar, Tree, scalars, walk
+from kernbench.config.flatten import Scalar, Tree, column_value, scalars, walk
 from kernbench.config.limits import ABSENT, KEY_RULES, get_key, leaf_limits, present
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
@@ -78,7 +78,7 @@ def validate_and_flatten(cfg: KernBenchConfig) -> tuple[KernBenchConfig, dict[st
     flat = scalars(tree.leaves)
     for key in DERIVED:
         if key in flat:
-            flat[key] = scalars([(key, get_key(cfg, key))])[key]
+            flat[key] = column_value(get_key(cfg, key))
     return cfg, flat
 
 

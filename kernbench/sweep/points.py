@@ -232,25 +232,23 @@ class PointRun:
         return PointResult(self.num, self.status, error, self.out.getvalue(), seconds, self.rows)
 
 
-def simulate_point(
-    chunk: Chunk, point: Point, configs: PointConfigs | None = None, ahead: Ahead | None = None
-) -> PointRun:
+def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahead) -> PointRun:
     """One point through ``run_job``, its output captured, its row left for
-    :meth:`PointRun.finish`. With ``ahead``, what preparing it ahead made (its time
+    :meth:`PointRun.finish`; ``ahead`` is what preparing it ahead made (its time
     counts in the point's)."""
     from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
 
-    prepared = ahead.prepared if ahead else None
+    prepared = ahead.prepared
     start = time.perf_counter() - (prepared.seconds if prepared else 0.0)
-    out = io.StringIO(ahead.log if ahead else "")
+    out = io.StringIO(ahead.log)
     out.seek(0, io.SEEK_END)
     run = PointRun(point.num, "error", out, 0.0)
     job = app.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            cfg = prepared.config if prepared else (configs or PointConfigs(chunk))(point)
+            cfg = prepared.config if prepared else configs(point)
         except Exception as exc:  # a clash only the whole point shows: its error row
             run.result = _composition_error(chunk, point, exc, start)
             return run

@@ -1,17 +1,18 @@
 """Local worker processes for the fast sweep: chunks in, point results out, as they end.
 
 Workers are forked from the parent (on Linux; spawned elsewhere), so they start in
-milliseconds with every module, the task function and Hydra's state already loaded
-(and what :func:`~kernbench.sweep.points.warm_up` loads, which the sweeper calls);
-a chunk carries only its shape's typed object (or config) and its points. The sweeper forks them
-(:meth:`LocalPool.start`) before it composes the points: forking a process of this
-size and delivering its first chunk took 16-22 ms, which then overlaps the parent's
-planning instead of delaying the first chunk. Each worker then runs the same warm-up
-on its own (:func:`_start_worker`): a forked process shares the parent's memory until
-it writes to it, and Python writes to every object it touches (reference counts), so
-a worker's first point paid for copying those pages and for cold caches, 3-8 ms more
-than the next; paid while the parent plans, on ``dispatch_ratio`` the points' window
-shrank from 153-193 to 145-168 ms (five runs each, alternating). Results come back per chunk,
+milliseconds with every module, the task function and Hydra's state already loaded,
+and what :func:`~kernbench.sweep.points.warm_up` loads (:meth:`LocalPool.start` runs
+it in the parent first); a chunk carries only its shape's typed object (or config)
+and its points. The sweeper forks them before it composes the points: forking a
+process of this size and delivering its first chunk took 16-22 ms, which then
+overlaps the parent's planning instead of delaying the first chunk. Each worker then
+runs the same warm-up on its own (:func:`_start_worker`): a forked process shares the
+parent's memory until it writes to it, and Python writes to every object it touches
+(reference counts), so a worker's first point paid for copying those pages and for
+cold caches, 3-8 ms more than the next; paid while the parent plans, on
+``dispatch_ratio`` the points' window shrank from 153-193 to 145-168 ms (five runs
+each, alternating). Results come back per chunk,
 in completion order, to a callback in the parent. The parent's objects are frozen out
 of the garbage collector (``gc.freeze``) while workers run, as Python's ``gc`` docs
 advise before a fork: a worker's full collection would otherwise walk (and, writing
@@ -56,7 +57,8 @@ class LocalPool:
     """``n_workers`` worker processes for one sweep's chunks. :meth:`start` forks them
     ahead of time (the sweeper calls it before composing the points), so they are
     ready, their start-up paid while the parent plans, when the first chunk is cut.
-    With a ``warm`` task config, each worker warms up on it as it starts."""
+    With a ``warm`` task config, the parent warms up on it before forking (the workers
+    inherit what that loads) and each worker again as it starts."""
 
     def __init__(self, n_workers: int, task: Any, context: Any, warm: Any = None) -> None:
         self.n_workers = n_workers
@@ -68,6 +70,8 @@ class LocalPool:
         global _WORKER_STATE
         if self._pool is not None:
             return
+        if self.warm is not None:
+            warm_up(self.warm)
         _WORKER_STATE = (self.task, self.context, self.warm)  # inherited by forked workers
         gc.freeze()  # see the module's docstring; undone when the chunks have run
         self._pool = _started(self.n_workers)

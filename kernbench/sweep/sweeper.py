@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.sweep import callbacks, pool
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
-from kernbench.sweep.points import Chunk, PointResult, is_point_task, warm_up
+from kernbench.sweep.points import Chunk, PointResult, is_point_task
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
     fixed_sizes,
@@ -166,10 +166,8 @@ class FastSweeper(Sweeper):
         jobs = [job for batch in batches for job in batch]
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
         try:
-            if local and not self.dry_run:
-                task = without_hydra(self.config)
-                warm_up(task)  # once, before the workers fork: they inherit what it loads
-                self.launcher.start_workers(len(jobs), task)  # they start while points are composed
+            if local and not self.dry_run:  # workers start while the points are composed
+                self.launcher.start_workers(len(jobs), without_hydra(self.config))
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
             if self.dry_run:
                 return dry_run(plan, is_point_task(self.task_function))
