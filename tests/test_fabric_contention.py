@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernbench.sim.fabric import Fabric
+from kernbench.sim.fabric import ReservationFabric as Fabric
 from kernbench.topology.graph import build_graph
 from kernbench.topology.routes import MemoryRoutes, Router
 from tests.support import make_cfg

@@ -12,7 +12,7 @@ from kernbench.address.allocator import FreeListAllocator
 from kernbench.address.la import LA_BASE, make_segment
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region, pe_base
 from kernbench.address.pa_model import PhysicalLayer
-from kernbench.sim.fabric import Fabric
+from kernbench.sim.fabric import ReservationFabric as Fabric
 from kernbench.topology.graph import build_graph
 from kernbench.topology.routes import MemoryRoutes, Router
 from tests.support import make_cfg

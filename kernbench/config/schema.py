@@ -48,6 +48,13 @@ class ExecPath(Enum):
     greenlet = "greenlet"
 
 
+class FabricModel(Enum):
+    """How links are shared under contention (DESIGN §3.2)."""
+
+    fair = "fair"  # max-min fair between requesters, age priority within one
+    reservation = "reservation"  # the first design: book every link from one start
+
+
 class StreamOp(Enum):
     read = "read"
     write = "write"
@@ -266,6 +273,7 @@ class SimConfig:
     """How the simulation is driven and what it records (not part of the model)."""
 
     exec_path: ExecPath = ExecPath.replay
+    fabric: FabricModel = FabricModel.fair
     oplog: bool = False
     trace: bool = False
     # Measure simulator speed (wall-clock, so never a metric): SimPy's bare timeout

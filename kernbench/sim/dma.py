@@ -1,21 +1,24 @@
-"""PE_DMA: the address front end, then link reservation on the fabric.
+"""PE_DMA: the address front end, then the data plane.
 
 A DMA stage's address (PA, VA or LA) goes through the run's address front end,
 which returns physical requests ``(router node, pa, nbytes, channel)`` and any
-translation delay; each request is booked on its route and the stage ends when
-the last one completes — one event per DMA stage however many requests.
+translation delay; the data plane moves each request on its route and the stage ends
+when the last one completes. A request the data plane can time at once (every
+reservation; a fair-share request alone on its links) costs no event of its own:
+the stage's one event covers them all. A fair-share flow completes as its own part
+of the stage (``Stage.parts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kernbench.sim.engines import Engine, Stage
 from kernbench.sim.events import LocalQueue
-from kernbench.sim.fabric import Fabric, PhysicalRequest
+from kernbench.sim.fabric import PhysicalRequest, TraceCall
 from kernbench.topology.names import PeId
-from kernbench.topology.routes import MemoryRoutes, Router
+from kernbench.topology.routes import MemoryRoutes, Route, Router
 
 
 class AddressFrontEnd(Protocol):
@@ -23,6 +26,27 @@ class AddressFrontEnd(Protocol):
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         """Physical requests covering exactly ``[addr, addr+nbytes)``, and a delay in ns."""
+        ...
+
+
+class DataPlane(Protocol):
+    """What PE_DMA asks of a fabric model (reservation or fair share)."""
+
+    bytes_carried: list[int]
+    bw: list[float]
+
+    def start(
+        self,
+        requests: list[PhysicalRequest],
+        routes: Mapping[str, Route],
+        issue: float,
+        transfer: Stage,
+        done: Callable[[Stage], None],
+        trace: TraceCall | None = None,
+    ) -> float | None:
+        """Move ``requests`` issued at ``issue`` for the DMA stage ``transfer``: the
+        completion of what is timed at once (the stage's first part), or None; every
+        further part (``transfer.parts``) calls ``done(transfer)`` when it completes."""
         ...
 
 
@@ -40,7 +64,7 @@ class DmaEngine(Engine):
         on_done: Callable[[Stage, float], None],
         frontend: AddressFrontEnd,
         router: Router,
-        fabric: Fabric,
+        fabric: DataPlane,
         trace: TraceSink | None = None,
     ) -> None:
         super().__init__(events, pe.node("dma"), slots, on_done)
@@ -52,19 +76,22 @@ class DmaEngine(Engine):
         self.bytes_moved = 0
         self._routes = MemoryRoutes(router, self.name)
         self._resolve = frontend.resolve
-        self._book = fabric.book
+        self._move = fabric.start
+        self._done = self._finish
 
-    def start(self, stage: Stage, now: float) -> float:
+    def start(self, stage: Stage, now: float) -> float | None:
         requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
         self.bytes_moved += stage.nbytes
         issue = now + delay
         trace = self.trace
         if trace is None:
-            return self._book(requests, self._routes, issue)
+            return self._move(requests, self._routes, issue, stage, self._done)
         pe = self.pe
-        return self._book(
+        return self._move(
             requests,
             self._routes,
             issue,
+            stage,
+            self._done,
             lambda req, begin, done: trace(pe, stage, issue, req, begin, done),
         )

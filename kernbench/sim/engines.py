@@ -38,6 +38,7 @@ class Stage:
         "nbytes",
         "deps_left",
         "dependents",
+        "parts",
     )
 
     def __init__(
@@ -57,6 +58,9 @@ class Stage:
         self.nbytes = nbytes
         self.deps_left = 0
         self.dependents: list[Stage] = []
+        # Completions still to come before the stage ends: one, unless the fair data
+        # plane moves some of a DMA stage's requests as flows of their own.
+        self.parts = 1
 
     def after(self, other: Stage) -> None:
         """Make this stage wait for ``other`` to finish."""
@@ -93,15 +97,19 @@ class Engine:
                 self._busy_since = now
             self.in_flight += 1
             end = self.start(stage, now)
-            # now + (end - now), as a SimPy timeout of that delay would land.
-            self.events.schedule(now + (end - now), self._finish, stage)
+            if end is not None:
+                # now + (end - now), as a SimPy timeout of that delay would land.
+                self.events.schedule(now + (end - now), self._finish, stage)
 
-    def start(self, stage: Stage, now: float) -> float:
-        """Begin ``stage`` at ``now``; return its end time. Compute engines just add
-        the duration."""
+    def start(self, stage: Stage, now: float) -> float | None:
+        """Begin ``stage`` at ``now``; return its end time (or None when every part
+        of it will call :meth:`_finish` by itself). Compute engines add the duration."""
         return now + stage.duration_ns
 
     def _finish(self, stage: Stage) -> None:
+        stage.parts -= 1
+        if stage.parts:
+            return  # another part of the stage is still moving
         self.in_flight -= 1
         self.stages_done += 1
         now = self.events.now

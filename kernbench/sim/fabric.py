@@ -1,4 +1,9 @@
-"""The data plane: link reservation as arithmetic (DESIGN §3.2).
+"""The reservation data plane (``sim.fabric=reservation``, DESIGN §3.2's first design).
+
+Kept for comparison with the fair-share model (:mod:`kernbench.sim.fair_fabric`, the
+default) and as the bandwidth study's sensitivity axis: with two bottlenecks on a
+path it is neither work-conserving nor fair, so results move with access size and
+queue depth.
 
 A physical request of ``n`` bytes over links ``l1..lk`` issued at ``now`` starts at
 the earliest ``S >= now`` at which every link ``li`` is free for ``n / bw(li)``, holds
@@ -25,9 +30,11 @@ from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import Route
 
 PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, channel id or -1)
+# Told each request's start and completion: (request, start, completion).
+TraceCall = Callable[[PhysicalRequest, float, float], None]
 
 
-class Fabric:
+class ReservationFabric:
     """Per-link ``free_at`` times, holes and bytes carried (a link's busy time is its
     bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every reservation."""
 
@@ -47,12 +54,25 @@ class Fabric:
         """Time each link has spent carrying bytes, by link id."""
         return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
 
+    def start(
+        self,
+        requests: list[PhysicalRequest],
+        routes: Mapping[str, Route],
+        issue: float,
+        transfer: object,
+        done: object,
+        trace: TraceCall | None = None,
+    ) -> float:
+        """The data plane's one entry (:class:`kernbench.sim.dma.DataPlane`): every
+        request is booked now, so the completion is final and the only part."""
+        return self.book(requests, routes, issue, trace)
+
     def book(
         self,
         requests: list[PhysicalRequest],
         routes: Mapping[str, Route],
         now: float,
-        trace: Callable[[PhysicalRequest, float, float], None] | None = None,
+        trace: TraceCall | None = None,
     ) -> float:
         """Book requests ``(router, pa, nbytes, channel)`` issued at ``now``, each on
         ``routes[router]``, in order; return the last completion. ``trace`` is told each

@@ -15,14 +15,15 @@ from kernbench.address.allocator import PEMemAllocator
 from kernbench.address.models import AddressModelPolicy
 from kernbench.address.pa_model import PhysicalLayer, hbm_alignment
 from kernbench.address.registry import ENDPOINTS, build_model
-from kernbench.config.schema import AddressModel, KernBenchConfig
+from kernbench.config.schema import AddressModel, FabricModel, KernBenchConfig
 from kernbench.sim.control import ControlPlane
 from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
-from kernbench.sim.dma import DmaEngine, TraceSink
+from kernbench.sim.dma import DataPlane, DmaEngine, TraceSink
 from kernbench.sim.engines import Engine
 from kernbench.sim.events import LocalQueue, SimEnv
-from kernbench.sim.fabric import Fabric
+from kernbench.sim.fabric import ReservationFabric
+from kernbench.sim.fair_fabric import FairFabric
 from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
 from kernbench.topology.graph import build_graph
@@ -97,7 +98,16 @@ class System:
         self.env = SimEnv()
         self.graph = build_graph(topo, with_mmu=cfg.address.model is AddressModel.va)
         self.router = Router(self.graph)
-        self.fabric = Fabric(self.graph, mm.hbm_access_latency_ns, record=record_links)
+        self.events = LocalQueue(self.env)  # every PE pipeline's events
+        self.fabric: DataPlane
+        if cfg.sim.fabric is FabricModel.reservation:
+            self.fabric = ReservationFabric(
+                self.graph, mm.hbm_access_latency_ns, record=record_links
+            )
+        else:  # a trace sees every request as a flow, so it takes no fast path
+            self.fabric = FairFabric(
+                self.graph, mm.hbm_access_latency_ns, self.events, record_links, trace is None
+            )
         self.oplog = OpLog() if (cfg.sim.oplog if oplog is None else oplog) else None
         self.trace = trace
         self.physical = PhysicalLayer(self.graph)
@@ -114,7 +124,6 @@ class System:
         self.control = ControlPlane(self.env, self.graph, endpoint) if endpoint else None
         self.running = False
         self.observer: RunObserver | None = None
-        self.events = LocalQueue(self.env)  # every PE pipeline's events
         self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
 
     def run_until(self, event: simpy.Event) -> None:

@@ -1,0 +1,388 @@
+"""The fair-share data plane (DESIGN §3.2, ``sim.fabric=fair``): requests as flows.
+
+A physical request of ``n`` bytes over links ``l1..lk`` issued at ``t`` *joins* its
+links at ``t + Σ latency(li)``, drains its bytes at the rate the links give it, and
+completes an HBM access latency after its last byte. Rates come from
+:func:`kernbench.sim.fairshare.progressive_fill`, over *queues*: one requester's (one
+PE DMA's) requests on one route, oldest first. Only a queue's oldest joined request
+drains (a younger one on the same route would cross the same saturated link), so a
+queue is one rate; a 1:1 access's channel requests are on different routes, so they
+are different queues of one requester and drain side by side.
+
+Rates are recomputed when a queue gains its first joined request, empties, or gets a
+new oldest request that changes its requester's age order; otherwise the next
+request simply takes over its queue's rate (a PE streaming to one hotspot costs no
+solve per access). A recomputation covers the queues that share links, transitively,
+with what changed (SimGrid's *selective update*), happens once per simulated instant
+however many requests changed at it, and re-keys the completion of only the requests
+whose rate moved (SimGrid's *lazy actions*: a stale completion is skipped when popped).
+
+The fast path: a queue whose links carry no other queue's traffic is exactly FIFO at
+its route's narrowest bandwidth, so it is booked arithmetically as the reservation
+model books it (``start = max(issue, free_at)``, done at
+``start + Σ latency + n / min bw + access``), one event per DMA stage and no flow.
+When another queue's request arrives on one of its links while it still has bytes to
+drain, its bookings become flows at that instant (a flow can only get slower by
+sharing, so the DMA stage's arithmetic completion is a lower bound it keeps as one
+of its parts: :class:`Transfer`). Tracing or recording links turns the fast path off
+(every request becomes a flow, with the same times), so every flow is observed.
+
+Ties between events at one instant run in the queue's key order (time, then the
+order they were scheduled in); queues are aged by a counter over requests in the
+order they are issued, so identical inputs give identical rates, times and logs.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kernbench.sim.events import LocalQueue
+from kernbench.sim.fabric import PhysicalRequest, TraceCall
+from kernbench.sim.fairshare import progressive_fill
+from kernbench.topology.graph import TopologyGraph
+from kernbench.topology.routes import Route
+
+INFINITY = float("inf")
+
+
+class Transfer(Protocol):
+    """What the fabric completes: a DMA stage. ``parts`` counts the completions it is
+    still owed (its ``done`` callback is called once per part)."""
+
+    parts: int
+
+
+Done = Callable[[Transfer], None]
+# Told a component's queues (requester, links, oldest request's sequence number) and
+# their rates after every recomputation, and the time: the tests' window on the solver.
+SolveObserver = Callable[[float, list[tuple[str, tuple[int, ...], int]], list[float]], None]
+
+
+class Flow:
+    """One physical request in the fluid model."""
+
+    __slots__ = (
+        "seq",
+        "queue",
+        "nbytes",
+        "left",
+        "rate",
+        "since",
+        "end_at",
+        "began",
+        "transfer",
+        "done",
+        "req",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        seq: int,
+        queue: Queue,
+        nbytes: int,
+        transfer: Transfer,
+        done: Done,
+        req: PhysicalRequest,
+        trace: TraceCall | None,
+    ) -> None:
+        self.seq = seq
+        self.queue = queue
+        self.nbytes = nbytes
+        self.left = float(nbytes)  # bytes not drained at ``since``
+        self.rate = 0.0
+        self.since = 0.0
+        self.end_at = INFINITY
+        self.began = INFINITY  # when it first drained (minus its latency: see trace)
+        self.transfer = transfer
+        self.done = done
+        self.req = req
+        self.trace = trace
+
+
+class Queue:
+    """One requester's requests on one route: arithmetic bookings while it has its
+    links to itself, flows otherwise (never both at once)."""
+
+    __slots__ = (
+        "route",
+        "links",
+        "latency",
+        "cap",
+        "requester",
+        "flows",
+        "waiting",
+        "fluid",
+        "booked",
+        "free_at",
+        "drain_end",
+    )
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        self.links = route.link_ids
+        self.latency = route.latency_ns
+        self.cap = route.min_bw_gbs
+        self.requester = route.nodes[0]
+        self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
+        self.waiting = 0  # flows issued, not joined yet
+        self.fluid = False  # has flows (joined or waiting): it is on its links' users
+        # Arithmetic bookings whose bytes may not all have drained:
+        # (start, nbytes, issue, transfer, done, request), oldest first.
+        self.booked: deque[tuple[float, int, float, Transfer, Done, PhysicalRequest]] = deque()
+        self.free_at = 0.0  # the FIFO's next free start (the reservation model's)
+        self.drain_end = 0.0  # when the last booking's bytes have all drained
+
+
+class FairFabric:
+    """The fair-share fabric of one system. Same counters as the reservation model
+    (``bytes_carried``, ``bw``); ``segments`` (when recording) holds every
+    ``(link ids, start, end, rate)`` stretch a flow drained at one rate."""
+
+    def __init__(
+        self,
+        graph: TopologyGraph,
+        access_latency_ns: float,
+        events: LocalQueue,
+        record: bool = False,
+        fast: bool = True,
+        on_solve: SolveObserver | None = None,
+    ) -> None:
+        self.bw = [lk.bw_gbs for lk in graph.links]
+        self.bytes_carried = [0] * len(graph.links)
+        self.access_latency_ns = access_latency_ns
+        self.events = events
+        self.segments: list[tuple[tuple[int, ...], float, float, float]] | None = (
+            [] if record else None
+        )
+        self.on_solve = on_solve
+        self.solves = 0  # recomputations, and queues they covered: the cost's measure
+        self.solved_queues = 0
+        self._fast = fast and not record
+        self._owner: list[Queue | None] = [None] * len(graph.links)  # arithmetic holder
+        self._users: list[list[Queue]] = [[] for _ in graph.links]  # fluid queues
+        self._queues: dict[int, Queue] = {}  # by id(route): routes are cached for good
+        self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
+        self._seq = 0
+        self._dirty: set[int] = set()  # links whose queues need new rates
+
+    def busy_ns(self) -> list[float]:
+        """Time each link has spent carrying bytes, by link id."""
+        return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
+
+    # -- issuing ----------------------------------------------------------------
+    def start(
+        self,
+        requests: list[PhysicalRequest],
+        routes: Mapping[str, Route],
+        issue: float,
+        transfer: Transfer,
+        done: Done,
+        trace: TraceCall | None = None,
+    ) -> float | None:
+        """Issue ``requests`` at ``issue`` for ``transfer``. Returns the completion of
+        its arithmetic bookings (one part of ``transfer``, which the caller schedules),
+        or None when it has none; every flow adds a part that calls ``done``."""
+        carried, access, now = self.bytes_carried, self.access_latency_ns, self.events.now
+        end: float | None = None
+        flows = 0
+        for req in requests:
+            route, nbytes = routes[req[0]], req[2]
+            queue = self._queues.get(id(route))
+            if queue is None:
+                queue = self._queues[id(route)] = Queue(route)
+            for i in queue.links:
+                carried[i] += nbytes
+            self._seq += 1
+            if self._fast and not queue.fluid and self._alone(queue, now):
+                start = issue if issue > queue.free_at else queue.free_at
+                hold = nbytes / queue.cap
+                queue.free_at = start + hold
+                queue.drain_end = start + queue.latency + hold
+                booked = queue.booked
+                while booked and booked[0][0] + queue.latency + booked[0][1] / queue.cap <= now:
+                    booked.popleft()
+                booked.append((start, nbytes, issue, transfer, done, req))
+                at = start + route.latency_ns + nbytes / route.min_bw_gbs + access
+                if end is None or at > end:
+                    end = at
+                continue
+            if not queue.fluid:
+                self._share(queue, now)
+            flows += 1
+            flow = Flow(self._seq, queue, nbytes, transfer, done, req, trace)
+            queue.waiting += 1
+            self.events.schedule(issue + queue.latency, self._join, flow)
+        if end is None and not flows:
+            return issue  # nothing to move
+        transfer.parts += flows - (end is None)
+        return end
+
+    def _alone(self, queue: Queue, now: float) -> bool:
+        """Whether ``queue`` has its links to itself now (no flows on them, and any
+        other arithmetic holder done draining); if so it holds them."""
+        owner, users = self._owner, self._users
+        for i in queue.links:
+            held = owner[i]
+            if users[i] or (held is not None and held is not queue and held.drain_end > now):
+                return False
+        for i in queue.links:
+            owner[i] = queue
+        return True
+
+    def _share(self, queue: Queue, now: float) -> None:
+        """``queue`` meets other traffic: it, and every arithmetic holder of its links
+        still draining, become flows."""
+        owner = self._owner
+        for i in queue.links:
+            held = owner[i]
+            if held is not None and held is not queue and held.drain_end > now:
+                self._to_flows(held, now)
+        self._to_flows(queue, now)
+
+    def _to_flows(self, queue: Queue, now: float) -> None:
+        """Turn ``queue``'s arithmetic bookings still draining into flows at ``now``:
+        the one draining keeps its rate (nothing else has joined yet) and its end;
+        those behind it wait in order; those not joined yet join at their time."""
+        lat, cap = queue.latency, queue.cap
+        for start, nbytes, issue, transfer, done, req in queue.booked:
+            drain = start + lat
+            stop = drain + nbytes / cap
+            if stop <= now:
+                continue  # drained already: its completion is in the arithmetic part
+            self._seq += 1
+            flow = Flow(self._seq, queue, nbytes, transfer, done, req, None)
+            transfer.parts += 1
+            if issue + lat > now:
+                queue.waiting += 1
+                self.events.schedule(issue + lat, self._join, flow)
+                continue
+            if drain <= now:  # draining: the queue's head, at the route's bandwidth
+                flow.left, flow.rate, flow.since, flow.began = (stop - now) * cap, cap, now, start
+                flow.end_at = stop
+                self.events.schedule(stop, self._drained, flow)
+            queue.flows.append(flow)
+        queue.booked.clear()
+        queue.drain_end = 0.0
+        if queue.flows:
+            self._enter(queue)
+        queue.fluid = True  # the caller's queue is given a flow at once
+        for i in queue.links:
+            if self._owner[i] is queue:
+                self._owner[i] = None
+            self._users[i].append(queue)
+
+    # -- flow events ------------------------------------------------------------
+    def _join(self, flow: Flow) -> None:
+        """``flow``'s head reaches its links: it drains at once if its queue is empty
+        (new rates), else waits behind the queue's head."""
+        queue = flow.queue
+        queue.waiting -= 1
+        queue.flows.append(flow)
+        if len(queue.flows) == 1:
+            self._enter(queue)
+            self._changed(queue)
+
+    def _drained(self, flow: Flow) -> None:
+        """``flow``'s last byte has left (unless the event is stale): complete it an
+        access latency later; the next in its queue takes over."""
+        now = self.events.now
+        if flow.end_at != now or flow.left < 0.0:
+            return  # re-keyed since, or drained already at this instant
+        self._close(flow, now)
+        flow.left = -1.0
+        queue = flow.queue
+        queue.flows.popleft()
+        self.events.schedule(now + self.access_latency_ns, flow.done, flow.transfer)
+        if flow.trace is not None:
+            flow.trace(flow.req, flow.began, now + self.access_latency_ns)
+        if not queue.flows:
+            self._leave(queue)
+            self._changed(queue)
+            if not queue.waiting:
+                queue.fluid = False
+                for i in queue.links:
+                    self._users[i].remove(queue)
+            return
+        head = queue.flows[0]
+        if self._reorders(queue, flow.seq, head.seq):
+            self._changed(queue)
+        else:
+            self._set_rate(head, flow.rate, now)
+
+    def _reorders(self, queue: Queue, old: int, new: int) -> bool:
+        """Whether a new head (seq ``new`` after ``old``) changes its requester's age
+        order of queues: then rates must be recomputed, else the head keeps the rate."""
+        for other in self._joined[queue.requester]:
+            if other is not queue and old < other.flows[0].seq < new:
+                return True
+        return False
+
+    def _enter(self, queue: Queue) -> None:
+        self._joined.setdefault(queue.requester, []).append(queue)
+
+    def _leave(self, queue: Queue) -> None:
+        self._joined[queue.requester].remove(queue)
+
+    # -- rates ------------------------------------------------------------------
+    def _changed(self, queue: Queue) -> None:
+        """Recompute the rates around ``queue``'s links once, at the end of this
+        instant's events scheduled so far."""
+        if not self._dirty:
+            self.events.schedule(self.events.now, self._solve, None)
+        self._dirty.update(queue.links)
+
+    def _solve(self, _: object) -> None:
+        """New rates for every queue connected to a changed link through shared links."""
+        now = self.events.now
+        users, seen_links = self._users, set(self._dirty)
+        self._dirty.clear()
+        todo = list(seen_links)
+        found: dict[int, Queue] = {}
+        while todo:
+            for queue in users[todo.pop()]:
+                if queue.flows and id(queue) not in found:
+                    found[id(queue)] = queue
+                    for i in queue.links:
+                        if i not in seen_links:
+                            seen_links.add(i)
+                            todo.append(i)
+        if not found:
+            return
+        queues = sorted(found.values(), key=lambda q: q.flows[0].seq)
+        owners = [q.requester for q in queues]
+        links = [q.links for q in queues]
+        rates = progressive_fill(owners, links, self.bw)
+        self.solves += 1
+        self.solved_queues += len(queues)
+        if self.on_solve is not None:
+            self.on_solve(
+                now, [(q.requester, q.links, q.flows[0].seq) for q in queues], list(rates)
+            )
+        for queue, rate in zip(queues, rates, strict=True):
+            head = queue.flows[0]
+            if head.rate != rate:
+                self._set_rate(head, rate, now)
+
+    def _set_rate(self, flow: Flow, rate: float, now: float) -> None:
+        """Drain ``flow`` at ``rate`` from ``now``; re-key its completion."""
+        if flow.rate > 0.0:
+            self._close(flow, now)
+            flow.left -= flow.rate * (now - flow.since)
+            if flow.left < 0.0:
+                flow.left = 0.0
+        elif rate > 0.0 and flow.began == INFINITY:
+            flow.began = now - flow.queue.latency
+        flow.rate, flow.since = rate, now
+        if rate > 0.0:
+            flow.end_at = now + flow.left / rate
+            self.events.schedule(flow.end_at, self._drained, flow)
+        else:
+            flow.end_at = INFINITY
+
+    def _close(self, flow: Flow, now: float) -> None:
+        """Record the stretch ``flow`` drained at its current rate, if recording."""
+        if self.segments is not None and flow.rate > 0.0 and now > flow.since:
+            self.segments.append((flow.queue.links, flow.since, now, flow.rate))
