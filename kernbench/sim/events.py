@@ -21,6 +21,7 @@ else in kernbench does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+import itertools
 from heapq import heappop, heappush
 from typing import Any
 
@@ -34,13 +35,26 @@ NEVER = 1 << 62  # a report interval no run reaches
 class Fired(simpy.Event):
     """An event that is triggered already, with a value and a fixed callback sequence
     (SimPy's ``Timeout`` minus its bookkeeping). The sequence may be shared between
-    events: SimPy only iterates over it."""
+    events: SimPy only iterates over it.
+
+    Two of them can share a key in SimPy's queue: a PE that finishes hands the local
+    event being run to SimPy under that event's key, and the same key may still be
+    parked there (a proxy the queue ran past, left to wake it for nothing). They then
+    go in the order they were made (the proxy first: it finds nothing due), never
+    compared as events, which SimPy cannot do."""
+
+    __slots__ = ("_order",)
+    _made = itertools.count()
 
     def __init__(self, env: simpy.Environment, value: Any, callbacks: Sequence[Callback]) -> None:
         self.env = env
         self.callbacks = callbacks  # type: ignore[assignment]
         self._value = value
         self._ok = True
+        self._order = next(Fired._made)
+
+    def __lt__(self, other: Fired) -> bool:
+        return self._order < other._order
 
 
 class SimEnv(simpy.Environment):

@@ -107,33 +107,44 @@ class Queue:
     links to itself, flows otherwise (never both at once)."""
 
     __slots__ = (
-        "route",
         "links",
+        "path",
         "latency",
         "cap",
         "requester",
         "flows",
         "waiting",
         "fluid",
+        "holds",
         "booked",
         "free_at",
         "drain_end",
     )
 
-    def __init__(self, route: Route) -> None:
-        self.route = route
-        self.links = route.link_ids
+    def __init__(self, route: Route, redundant: frozenset[int]) -> None:
+        self.path = route.link_ids
+        # The links that can bind it: a link into an HBM router at least as wide as the
+        # router's own link into HBM saturates no earlier than that link, which every
+        # route through the router ends with.
+        self.links = tuple(i for i in route.link_ids if i not in redundant)
         self.latency = route.latency_ns
         self.cap = route.min_bw_gbs
         self.requester = route.nodes[0]
         self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
         self.waiting = 0  # flows issued, not joined yet
-        self.fluid = False  # has flows (joined or waiting): it is on its links' users
-        # Arithmetic bookings whose bytes may not all have drained:
-        # (start, nbytes, issue, transfer, done, request), oldest first.
-        self.booked: deque[tuple[float, int, float, Transfer, Done, PhysicalRequest]] = deque()
+        self.fluid = False  # has flows, joined or waiting
+        self.holds = False  # holds every link of its route for arithmetic bookings
+        # Arithmetic bookings whose bytes may not all have drained, oldest first:
+        # (start, nbytes, issue, sequence number, transfer, done, request).
+        self.booked: deque[Booking] = deque()
         self.free_at = 0.0  # the FIFO's next free start (the reservation model's)
         self.drain_end = 0.0  # when the last booking's bytes have all drained
+
+
+Booking = tuple[float, int, float, int, Transfer, Done, PhysicalRequest]
+# Bookings kept per queue before the drained ones are dropped (they are only read
+# when the queue turns into flows).
+KEEP_BOOKED = 16
 
 
 class FairFabric:
@@ -161,9 +172,17 @@ class FairFabric:
         self.solves = 0  # recomputations, and queues they covered: the cost's measure
         self.solved_queues = 0
         self._fast = fast and not record
-        self._owner: list[Queue | None] = [None] * len(graph.links)  # arithmetic holder
-        self._users: list[list[Queue]] = [[] for _ in graph.links]  # fluid queues
-        self._queues: dict[int, Queue] = {}  # by id(route): routes are cached for good
+        self._redundant = frozenset(
+            lk.id
+            for lk in graph.links
+            if lk.dst in graph.hbm_link and lk.bw_gbs >= graph.hbm_link[lk.dst].bw_gbs
+        )
+        links = range(len(graph.links))
+        self._owner: list[Queue | None] = [None for _ in links]  # arithmetic holder
+        self._fluid = [0 for _ in links]  # queues with flows on each link
+        self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
+        # Per DMA (its routes mapping, cached for good): its queues by HBM router.
+        self._queues: dict[int, dict[str, Queue]] = {}
         self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
@@ -186,26 +205,29 @@ class FairFabric:
         its arithmetic bookings (one part of ``transfer``, which the caller schedules),
         or None when it has none; every flow adds a part that calls ``done``."""
         carried, access, now = self.bytes_carried, self.access_latency_ns, self.events.now
+        queues = self._queues.get(id(routes))
+        if queues is None:
+            queues = self._queues[id(routes)] = {}
         end: float | None = None
         flows = 0
         for req in requests:
-            route, nbytes = routes[req[0]], req[2]
-            queue = self._queues.get(id(route))
+            nbytes = req[2]
+            queue = queues.get(req[0])
             if queue is None:
-                queue = self._queues[id(route)] = Queue(route)
-            for i in queue.links:
+                queue = queues[req[0]] = Queue(routes[req[0]], self._redundant)
+            for i in queue.path:
                 carried[i] += nbytes
             self._seq += 1
-            if self._fast and not queue.fluid and self._alone(queue, now):
+            if queue.holds or (self._fast and not queue.fluid and self._alone(queue, now)):
                 start = issue if issue > queue.free_at else queue.free_at
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
                 queue.drain_end = start + queue.latency + hold
                 booked = queue.booked
-                while booked and booked[0][0] + queue.latency + booked[0][1] / queue.cap <= now:
-                    booked.popleft()
-                booked.append((start, nbytes, issue, transfer, done, req))
-                at = start + route.latency_ns + nbytes / route.min_bw_gbs + access
+                if len(booked) >= KEEP_BOOKED:
+                    self._forget(queue, now)
+                booked.append((start, nbytes, issue, self._seq, transfer, done, req))
+                at = start + queue.latency + hold + access  # the reservation model's sum
                 if end is None or at > end:
                     end = at
                 continue
@@ -220,26 +242,41 @@ class FairFabric:
         transfer.parts += flows - (end is None)
         return end
 
+    @staticmethod
+    def _forget(queue: Queue, now: float) -> None:
+        """Drop the bookings whose bytes have all drained by ``now``."""
+        booked, lat, cap = queue.booked, queue.latency, queue.cap
+        while booked and booked[0][0] + lat + booked[0][1] / cap <= now:
+            booked.popleft()
+
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
         other arithmetic holder done draining); if so it holds them."""
-        owner, users = self._owner, self._users
+        owner, fluid = self._owner, self._fluid
         for i in queue.links:
             held = owner[i]
-            if users[i] or (held is not None and held is not queue and held.drain_end > now):
+            if fluid[i] or (held is not None and held is not queue and held.drain_end > now):
                 return False
         for i in queue.links:
+            held = owner[i]
+            if held is not None and held is not queue:
+                held.holds = False
             owner[i] = queue
+        queue.holds = True
         return True
 
     def _share(self, queue: Queue, now: float) -> None:
         """``queue`` meets other traffic: it, and every arithmetic holder of its links
-        still draining, become flows."""
+        still draining, become flows; holders done draining let go of the links."""
         owner = self._owner
         for i in queue.links:
             held = owner[i]
-            if held is not None and held is not queue and held.drain_end > now:
-                self._to_flows(held, now)
+            if held is not None and held is not queue:
+                if held.drain_end > now:
+                    self._to_flows(held, now)
+                else:
+                    held.holds = False
+                    owner[i] = None
         self._to_flows(queue, now)
 
     def _to_flows(self, queue: Queue, now: float) -> None:
@@ -247,13 +284,12 @@ class FairFabric:
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
         lat, cap = queue.latency, queue.cap
-        for start, nbytes, issue, transfer, done, req in queue.booked:
+        for start, nbytes, issue, seq, transfer, done, req in queue.booked:
             drain = start + lat
             stop = drain + nbytes / cap
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
-            self._seq += 1
-            flow = Flow(self._seq, queue, nbytes, transfer, done, req, None)
+            flow = Flow(seq, queue, nbytes, transfer, done, req, None)
             transfer.parts += 1
             if issue + lat > now:
                 queue.waiting += 1
@@ -268,11 +304,12 @@ class FairFabric:
         queue.drain_end = 0.0
         if queue.flows:
             self._enter(queue)
-        queue.fluid = True  # the caller's queue is given a flow at once
+        queue.fluid, queue.holds = True, False  # the caller's queue gets a flow at once
+        owner, fluid = self._owner, self._fluid
         for i in queue.links:
-            if self._owner[i] is queue:
-                self._owner[i] = None
-            self._users[i].append(queue)
+            if owner[i] is queue:
+                owner[i] = None
+            fluid[i] += 1
 
     # -- flow events ------------------------------------------------------------
     def _join(self, flow: Flow) -> None:
@@ -303,8 +340,9 @@ class FairFabric:
             self._changed(queue)
             if not queue.waiting:
                 queue.fluid = False
+                fluid = self._fluid
                 for i in queue.links:
-                    self._users[i].remove(queue)
+                    fluid[i] -= 1
             return
         head = queue.flows[0]
         if self._reorders(queue, flow.seq, head.seq):
@@ -321,10 +359,18 @@ class FairFabric:
         return False
 
     def _enter(self, queue: Queue) -> None:
+        """``queue`` has a joined flow now."""
         self._joined.setdefault(queue.requester, []).append(queue)
+        on = self._on
+        for i in queue.links:
+            on[i].append(queue)
 
     def _leave(self, queue: Queue) -> None:
+        """``queue`` has no joined flow any more."""
         self._joined[queue.requester].remove(queue)
+        on = self._on
+        for i in queue.links:
+            on[i].remove(queue)
 
     # -- rates ------------------------------------------------------------------
     def _changed(self, queue: Queue) -> None:
@@ -337,30 +383,26 @@ class FairFabric:
     def _solve(self, _: object) -> None:
         """New rates for every queue connected to a changed link through shared links."""
         now = self.events.now
-        users, seen_links = self._users, set(self._dirty)
-        self._dirty.clear()
-        todo = list(seen_links)
-        found: dict[int, Queue] = {}
+        on, seen = self._on, self._dirty
+        self._dirty = set()
+        todo = list(seen)
+        found: set[Queue] = set()
         while todo:
-            for queue in users[todo.pop()]:
-                if queue.flows and id(queue) not in found:
-                    found[id(queue)] = queue
+            for queue in on[todo.pop()]:
+                if queue not in found:
+                    found.add(queue)
                     for i in queue.links:
-                        if i not in seen_links:
-                            seen_links.add(i)
+                        if i not in seen:
+                            seen.add(i)
                             todo.append(i)
         if not found:
             return
-        queues = sorted(found.values(), key=lambda q: q.flows[0].seq)
-        owners = [q.requester for q in queues]
-        links = [q.links for q in queues]
-        rates = progressive_fill(owners, links, self.bw)
+        queues = sorted(found, key=_age)
+        rates = progressive_fill([q.requester for q in queues], [q.links for q in queues], self.bw)
         self.solves += 1
         self.solved_queues += len(queues)
         if self.on_solve is not None:
-            self.on_solve(
-                now, [(q.requester, q.links, q.flows[0].seq) for q in queues], list(rates)
-            )
+            self.on_solve(now, [(q.requester, q.links, q.flows[0].seq) for q in queues], rates)
         for queue, rate in zip(queues, rates, strict=True):
             head = queue.flows[0]
             if head.rate != rate:
@@ -385,4 +427,9 @@ class FairFabric:
     def _close(self, flow: Flow, now: float) -> None:
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
-            self.segments.append((flow.queue.links, flow.since, now, flow.rate))
+            self.segments.append((flow.queue.path, flow.since, now, flow.rate))
+
+
+def _age(queue: Queue) -> int:
+    """A queue's age: its oldest joined request's sequence number."""
+    return queue.flows[0].seq

@@ -17,8 +17,15 @@ Progressive filling finds it. Each unfrozen requester's *active* queue is its ol
 unfrozen one; every requester raises its active queue by the same amount until a
 link saturates (its spare capacity over the number of active queues on it); every
 queue that crosses a saturated link freezes, and its requester moves on to its next
-oldest queue; a requester whose queues are all frozen is done. Each round saturates
-at least one link, so there are at most as many rounds as links.
+oldest queue; a requester whose queues are all frozen is done.
+
+The rounds are not run one by one. Every active queue's rate is the common *level*
+minus the level at which it became active, so a link with ``k`` active queues whose
+start levels sum to ``S``, carrying ``F`` of frozen rate, saturates at level
+``(bw - F + S) / k``; a heap of those levels pops the next link to saturate, and only
+the links of queues that freeze or start are re-keyed. A solve so costs what its
+queues touch (about ``queues x path x log links``), not ``rounds x queues``: a
+component of 177 queues in 1:1 uniform traffic takes about a hundred rounds.
 
 This module owns the arithmetic only: no time, no events (those are
 :mod:`kernbench.sim.fair_fabric`'s).
@@ -27,10 +34,10 @@ This module owns the arithmetic only: no time, no events (those are
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from heapq import heappop, heappush
 
-# A link with spare capacity below this fraction of its bandwidth is saturated: the
-# rounding of a sum of rates, never a real spare.
-SATURATED = 1e-12
+# A rate below this many bytes/ns is rounding, never a real share: it is zero.
+NO_RATE = 1e-9
 
 
 def progressive_fill(
@@ -40,48 +47,77 @@ def progressive_fill(
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
     list), with its requester and its route's link ids; ``bw`` by link id."""
-    n = len(links)
+    n, nlinks = len(links), len(bw)
     rate = [0.0] * n
     frozen = [False] * n
-    spare: dict[int, float] = {}
-    users: dict[int, list[int]] = {}
-    order: dict[Hashable, list[int]] = {}
+    began = [0.0] * n  # the level at which each active queue started
+    users: list[list[int]] = [[] for _ in range(nlinks)]
+    # Per link: frozen load on it, active queues, the sum of their start levels, and a
+    # version (heap entries of an older version are stale).
+    load = [0.0] * nlinks
+    active = [0] * nlinks
+    starts = [0.0] * nlinks
+    version = [0] * nlinks
+    heap: list[tuple[float, int, int]] = []
+    owner: list[int] = []  # per queue, its requester's index
+    order: list[list[int]] = []  # per requester, its queues oldest first
+    index: dict[Hashable, int] = {}
     for q in range(n):
-        order.setdefault(requesters[q], []).append(q)
         for lk in links[q]:
-            if lk not in spare:
-                spare[lk] = bw[lk]
-                users[lk] = []
             users[lk].append(q)
-    queues = list(order.values())  # each requester's queues, oldest first
-    at = [0] * len(queues)  # each requester's active queue, as an index into its list
-    live = list(range(len(queues)))
-    while True:
-        active: list[int] = []
-        still: list[int] = []
-        for r in live:
-            mine, i = queues[r], at[r]
+        r = index.get(requesters[q])
+        if r is None:
+            r = index[requesters[q]] = len(order)
+            order.append([q])
+        else:
+            order[r].append(q)
+        owner.append(r)
+    at = [0] * len(order)
+    for mine in order:  # every requester starts its oldest queue at level 0
+        for lk in links[mine[0]]:
+            active[lk] += 1
+    for lk in range(nlinks):
+        if active[lk]:
+            heappush(heap, (bw[lk] / active[lk], lk, 0))
+    while heap:
+        level, lk, v = heappop(heap)
+        if v != version[lk]:
+            continue
+        version[lk] += 1  # saturated: no unfrozen queue crosses it any more
+        hit = [q for q in users[lk] if not frozen[q]]
+        for q in hit:
+            frozen[q] = True
+        for q in hit:
+            r = owner[q]
+            mine = order[r]
+            if at[r] == len(mine) or mine[at[r]] != q:
+                continue  # never started: it freezes at zero
+            share = level - began[q]
+            if share <= NO_RATE:
+                share = 0.0
+            rate[q] = share
+            for other in links[q]:
+                if other != lk:
+                    k = active[other] - 1
+                    active[other] = k
+                    starts[other] -= began[q]
+                    load[other] += share
+                    version[other] += 1
+                    if k:
+                        sat = (bw[other] - load[other] + starts[other]) / k
+                        heappush(heap, (sat, other, version[other]))
+            i = at[r] + 1
             while i < len(mine) and frozen[mine[i]]:
                 i += 1
             at[r] = i
             if i < len(mine):
-                active.append(mine[i])
-                still.append(r)
-        if not active:
-            return rate
-        live = still
-        count: dict[int, int] = {}
-        for q in active:
-            for lk in links[q]:
-                count[lk] = count.get(lk, 0) + 1
-        step = min(spare[lk] / c for lk, c in count.items())
-        for q in active:
-            rate[q] += step
-        for lk, c in count.items():
-            left = spare[lk] - step * c
-            if left <= SATURATED * bw[lk]:
-                spare[lk] = 0.0
-                for q in users[lk]:
-                    frozen[q] = True
-            else:
-                spare[lk] = left
+                q = mine[i]
+                began[q] = level
+                for other in links[q]:
+                    k = active[other] + 1
+                    active[other] = k
+                    starts[other] += level
+                    version[other] += 1
+                    sat = (bw[other] - load[other] + starts[other]) / k
+                    heappush(heap, (sat, other, version[other]))
+    return rate
