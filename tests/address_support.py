@@ -44,7 +44,9 @@ def launch_reads(system, ctx, pes, pointers, nbytes):
     return {pe: end - start for pe, end in ends.items()}
 
 
-def deploy_all(model: str, one_to_one: bool = False, nbytes: int = 1 << 20, policy=None):
-    system, ctx = make_system(model_cfg(model, one_to_one))
+def deploy_all(
+    model: str, one_to_one: bool = False, nbytes: int = 1 << 20, policy=None, fabric="fair"
+):
+    system, ctx = make_system(model_cfg(model, one_to_one, fabric=fabric))
     src = ctx.deploy(nbytes, policy or DPPolicy("column_wise", "all"), "src")
     return system, ctx, src

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kernbench.config.schema import (
     AddressConfig,
     AddressModel,
+    FabricModel,
     HbmMappingMode,
     KernBenchConfig,
     PeCostModelConfig,
@@ -19,7 +20,11 @@ ZERO_COST = PeCostModelConfig(fixed_per_cmd_cycles=0.0, byte_cycles_recip=0.0)
 
 
 def make_cfg(
-    one_to_one: bool = False, zero_cost: bool = True, model: str = "pa", **stream: object
+    one_to_one: bool = False,
+    zero_cost: bool = True,
+    model: str = "pa",
+    fabric: str = "fair",
+    **stream: object,
 ) -> KernBenchConfig:
     """The default topology; dispatch cost off unless asked, so fabric times stand alone.
     The PA model unless asked (the run's default is VA): these timing tests state
@@ -32,6 +37,7 @@ def make_cfg(
     mm.hbm_mapping_mode = HbmMappingMode.one_to_one if one_to_one else HbmMappingMode.n_to_one
     if zero_cost:
         cfg.topology.pe.attrs.pe_cost_model = ZERO_COST
+    cfg.sim.fabric = FabricModel(fabric)
     return validate(cfg)
 
 

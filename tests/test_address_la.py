@@ -112,10 +112,18 @@ def test_cross_pe_and_cross_cube_la_dma_go_to_the_owners_routers():
     assert to_pe1 == {0: 5 + 3 + 4 + KIB4 / 128 + 40}  # 84 ns, as under PA
     to_cube1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(8)]}, KIB4)
     assert to_cube1 == {0: 5 + 20 + 3 + 4 + KIB4 / 64 + 40}  # 136 ns
-    # 1:1: eight 512 B requests to the owner's ch_r routers queue on the shared
-    # pe0.dma->noc link (4 ns each at 128 GB/s): the last starts at 7 x 4 and drains
-    # 512 B at the 32 GB/s channel: 28 + 5 + 3 + 4 + 16 + 40
+    # 1:1: eight 512 B requests to the owner's ch_r routers, each capped by its 32 GB/s
+    # channel: oldest first, 4 fill the 128 GB/s PE->NOC link side by side (16 ns),
+    # then the other 4: as fast as n:1
     system, ctx, src = deploy_all("la", one_to_one=True)
+    to_pe1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(1)]}, KIB4)
+    assert to_pe1 == {0: 5 + 3 + 4 + 2 * 512 / 32 + 40}  # 84 ns
+    # cross-cube the 64 GB/s NOC->NOC link takes 2 at a time: 4 x 16 ns
+    to_cube1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(8)]}, KIB4)
+    assert to_cube1 == {0: 5 + 20 + 3 + 4 + 4 * 512 / 32 + 40}  # 136 ns
+    # The reservation model queues them on the shared pe0.dma->noc link (4 ns each at
+    # 128 GB/s): the last starts at 7 x 4 and drains 512 B at the 32 GB/s channel.
+    system, ctx, src = deploy_all("la", one_to_one=True, fabric="reservation")
     to_pe1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(1)]}, KIB4)
     assert to_pe1 == {0: 7 * 4 + 5 + 3 + 4 + 16 + 40}  # 96 ns
     # cross-cube the NOC->NOC link (8 ns per 512 B at 64 GB/s) paces them instead

@@ -33,7 +33,7 @@ def test_4k_read_on_aggregate_path_drains_in_16ns_plus_path_latency():
     assert ends == {0: 2 + 4 + 4096 / 256 + 40}  # 62 ns
     # the aggregate link was held for the drain alone: 4096 B at 8 x 32 GB/s = 16 ns
     agg = system.graph.link("sip0.cube0.pe0.dma", "sip0.cube0.pe0.agg_router")
-    assert system.fabric.free_at[agg.id] == 16
+    assert system.fabric.busy_ns()[agg.id] == 16
 
 
 def test_two_reads_on_same_link_finish_16ns_apart():

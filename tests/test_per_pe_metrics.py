@@ -16,8 +16,10 @@ from tests.support import make_cfg, make_system
 
 def test_stream_effective_bandwidth_is_the_mean_of_each_pes_own():
     """PE0's path is held by 25600 B booked before the stream starts (100 ns at 256
-    GB/s); PE1's is free. Each reads two 4 KiB accesses (16 ns of drain each)."""
-    cfg = make_cfg(access_bytes=4096, bytes_per_pe=8192, active_pes=2, outstanding=2)
+    GB/s); PE1's is free. Each reads two 4 KiB accesses (16 ns of drain each). The
+    reservation model books the 25600 B outside any run, which a flow cannot do."""
+    cfg = make_cfg(access_bytes=4096, bytes_per_pe=8192, active_pes=2, outstanding=2,
+                   fabric="reservation")  # fmt: skip
     system = System(cfg)
     mm = cfg.topology.cube.memory_map
     bw = mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs

@@ -1,4 +1,8 @@
-"""Stream traffic patterns under contention: exact times derived from the route's links.
+"""Stream traffic patterns under the reservation model: exact times from the route's links.
+
+These are the closed forms of ``sim.fabric=reservation`` (DESIGN §3.2's first design,
+kept for comparison): a request books every link of its path from one start. The
+fair-share model's closed forms for the same cases are in tests/test_fair_fabric.py.
 
 Default topology, dispatch free, LA (the study's model: no translation delay). Every
 figure comes from the link bandwidths and latencies of the config, read here:
@@ -25,7 +29,8 @@ CUBE = 8  # PEs per cube on the default topology
 
 
 def pattern_cfg(pattern: str, one_to_one: bool = False, **kw: object):
-    cfg = make_cfg(one_to_one=one_to_one, pattern=StreamPattern(pattern), **kw)
+    cfg = make_cfg(one_to_one=one_to_one, pattern=StreamPattern(pattern), fabric="reservation",
+                   **kw)  # fmt: skip
     cfg.address = AddressConfig(AddressModel.la)
     return validate(cfg)
 

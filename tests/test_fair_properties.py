@@ -1,0 +1,235 @@
+"""Invariants of the fair-share fabric (DESIGN §3.2) on random traffic and topologies.
+
+The fabric is driven directly: random requests (a source PE, a target PE, one or
+several of the target's routers, bytes, a gap) issued on the pipelines' event queue.
+The solver's rates are checked after every recomputation (an injected observer):
+
+- no link above its bandwidth;
+- work conservation: every queue crosses a saturated link (none could go faster);
+- max-min between requesters, age priority within one: a requester's queues, oldest
+  first, start where the older ones froze (their rates summed), and each queue that
+  drains crosses a saturated link on which no queue rose past its own freeze level.
+
+Over a whole run: the rate stretches recorded on every link never add up to more
+than its bandwidth at any instant, every byte issued drained, the fast path (queues
+alone on their links booked arithmetically, turned into flows when they meet other
+traffic) completes every request when the flow-only model does, and a rerun gives
+the same completion times. The solver also equals a plain round-by-round
+progressive filling (the DESIGN's steps, written out here) on random inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernbench.sim.events import LocalQueue, SimEnv
+from kernbench.sim.fair_fabric import FairFabric
+from kernbench.sim.fairshare import progressive_fill
+from kernbench.topology.graph import build_graph
+from kernbench.topology.routes import MemoryRoutes, Router
+from tests.support import make_cfg
+
+TOL = 1e-9  # relative: sums of float rates
+
+
+class Transfer:
+    """A stand-in DMA stage: its parts, and when its last one completed."""
+
+    def __init__(self) -> None:
+        self.parts = 1
+        self.end = -1.0
+
+
+def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool):
+    cfg = make_cfg(one_to_one=one_to_one)
+    topo = dataclasses.replace(cfg.topology, pes_per_cube=pes_per_cube, cubes_per_sip=cubes)
+    topo.cube.memory_map.hbm_pseudo_channels = channels * pes_per_cube
+    topo.cube.memory_map.hbm_channels_per_pe = channels
+    return build_graph(topo)
+
+
+def drive(graph, reqs, fast=True, record=False, observer=None):
+    """Issue every ``(src, dst, channels, nbytes, gap)`` at its time; return the
+    fabric and each transfer's completion time."""
+    env = SimEnv()
+    events = LocalQueue(env)
+    fabric = FairFabric(graph, 40.0, events, record=record, fast=fast, on_solve=observer)
+    router = Router(graph)
+    pes = graph.pes
+    routes = {pe.index: MemoryRoutes(router, pe.node("dma")) for pe in pes}
+    transfers = []
+
+    def finish(t: Transfer) -> None:
+        t.parts -= 1
+        if not t.parts:
+            t.end = events.now
+
+    def issue(k: int) -> None:
+        src, dst, channels, nbytes, _ = reqs[k]
+        target = pes[dst % len(pes)]
+        routers = graph.routers(target)
+        chosen = [routers[(channels + i) % len(routers)] for i in range(1 + channels % 3)]
+        t = transfers[k]
+        requests = [(r, 0, nbytes, -1) for r in chosen]
+        end = fabric.start(requests, routes[src % len(pes)], events.now, t, finish)
+        if end is not None:
+            events.schedule(end, finish, t)
+
+    now = 0.0
+    for k, req in enumerate(reqs):
+        transfers.append(Transfer())
+        now += req[4]
+        events.schedule(now, issue, k)
+    events.run()
+    return fabric, [t.end for t in transfers]
+
+
+def check_rates(bw, queues, rates) -> None:
+    """The solver's invariants on one recomputation (see the module docstring)."""
+    load: dict[int, float] = defaultdict(float)
+    for (_, links, _), rate in zip(queues, rates, strict=True):
+        assert rate >= 0.0
+        for lk in links:
+            load[lk] += rate
+    for lk, total in load.items():
+        assert total <= bw[lk] * (1 + TOL), ("link above its bandwidth", lk, total, bw[lk])
+    saturated = {lk for lk, total in load.items() if total >= bw[lk] * (1 - TOL)}
+    # Freeze levels: a requester's queues, oldest first, each start where the older
+    # ones froze; a queue with no rate never started.
+    level: list[float] = []
+    seen: dict[str, float] = defaultdict(float)
+    for (who, _, _), rate in zip(queues, rates, strict=True):
+        seen[who] += rate
+        level.append(seen[who])
+    for q, ((_, links, _), rate) in enumerate(zip(queues, rates, strict=True)):
+        assert saturated.intersection(links), ("not work-conserving", q)
+        if rate <= 0.0:
+            continue
+        slack = TOL * max(bw)
+        bottleneck = [
+            lk
+            for lk in links
+            if lk in saturated
+            and all(
+                level[p] <= level[q] + slack
+                for p, (_, other, _) in enumerate(queues)
+                if rates[p] > 0.0 and lk in other
+            )
+        ]
+        assert bottleneck, ("no bottleneck: not max-min between requesters", q, queues, rates)
+
+
+def check_segments(bw, segments) -> None:
+    """The recorded stretches of every link never add up past its bandwidth."""
+    edges: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for links, t0, t1, rate in segments:
+        for lk in links:
+            edges[lk] += [(t0, rate), (t1, -rate)]
+    for lk, marks in edges.items():
+        total = 0.0
+        for _, delta in sorted(marks, key=lambda m: (m[0], m[1])):  # ends first
+            total += delta
+            assert total <= bw[lk] * (1 + TOL), ("link above its bandwidth", lk, total)
+
+
+requests = st.lists(
+    st.tuples(
+        st.integers(0, 15),  # source PE
+        st.integers(0, 15),  # target PE
+        st.integers(0, 7),  # which of the target's routers, and how many (1-3)
+        st.integers(1, 1 << 16),  # bytes
+        st.sampled_from([0.0, 0.5, 3.0, 17.0, 100.0, 400.0]),  # gap before it
+    ),
+    min_size=1,
+    max_size=40,
+)
+topologies = st.tuples(
+    st.sampled_from([2, 4, 8]), st.sampled_from([1, 2]), st.sampled_from([2, 4, 8]), st.booleans()
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(reqs=requests, topo=topologies)
+def test_rates_after_every_recomputation_are_feasible_work_conserving_and_fair(reqs, topo):
+    graph = topology(*topo)
+    bw = [lk.bw_gbs for lk in graph.links]
+    solves = []
+    drive(graph, reqs, observer=lambda now, queues, rates: solves.append((queues, rates)))
+    for queues, rates in solves:
+        check_rates(bw, queues, rates)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reqs=requests, topo=topologies)
+def test_no_link_above_its_bandwidth_and_every_byte_drains(reqs, topo):
+    graph = topology(*topo)
+    bw = [lk.bw_gbs for lk in graph.links]
+    fabric, ends = drive(graph, reqs, fast=False, record=True)
+    assert all(end >= 0.0 for end in ends)  # every transfer completed
+    check_segments(bw, fabric.segments)
+    drained: dict[int, float] = defaultdict(float)
+    for links, t0, t1, rate in fabric.segments:
+        for lk in links:
+            drained[lk] += rate * (t1 - t0)
+    for lk, carried in enumerate(fabric.bytes_carried):
+        assert drained[lk] == pytest.approx(carried, rel=1e-9, abs=1e-6)
+
+
+@settings(max_examples=80, deadline=None)
+@given(reqs=requests, topo=topologies)
+def test_the_fast_path_completes_every_request_when_flows_alone_do(reqs, topo):
+    graph = topology(*topo)
+    _, fast = drive(graph, reqs, fast=True)
+    _, flows = drive(graph, reqs, fast=False)
+    assert fast == pytest.approx(flows, rel=1e-12, abs=1e-9)
+    _, again = drive(graph, reqs, fast=True)
+    assert again == fast  # deterministic to the bit
+
+
+def rounds(requesters, links, bw):
+    """DESIGN §3.2's progressive filling, round by round, as written there."""
+    spare = {lk: bw[lk] for ls in links for lk in ls}
+    rate = [0.0] * len(links)
+    frozen = [False] * len(links)
+    while True:
+        active = {}
+        for q, who in enumerate(requesters):  # each requester's oldest unfrozen queue
+            if not frozen[q] and who not in active:
+                active[who] = q
+        if not active:
+            return rate
+        count: dict[int, int] = defaultdict(int)
+        for q in active.values():
+            for lk in links[q]:
+                count[lk] += 1
+        step = min(spare[lk] / c for lk, c in count.items())
+        for q in active.values():
+            rate[q] += step
+        for lk, c in count.items():
+            spare[lk] -= step * c
+            if spare[lk] <= 1e-12 * bw[lk]:
+                for q, ls in enumerate(links):
+                    if lk in ls:
+                        frozen[q] = True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    bw=st.lists(st.sampled_from([1.0, 8.0, 32.0, 64.0, 128.0, 256.0, 3.7]), min_size=6, max_size=6),
+    queues=st.lists(
+        st.tuples(st.integers(0, 3), st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True)),
+        min_size=1,
+        max_size=14,
+    ),
+)
+def test_the_solver_equals_round_by_round_progressive_filling(bw, queues):
+    requesters = [who for who, _ in queues]
+    links = [tuple(ls) for _, ls in queues]
+    got = progressive_fill(requesters, links, bw)
+    assert got == pytest.approx(rounds(requesters, links, bw), rel=1e-9, abs=1e-9)
+    check_rates(bw, [(str(w), ls, q) for q, (w, ls) in enumerate(zip(requesters, links))], got)
