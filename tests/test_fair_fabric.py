@@ -16,6 +16,7 @@ import pytest
 from kernbench import simulate
 from kernbench.config.schema import AddressConfig, AddressModel, FabricModel, StreamPattern
 from kernbench.config.validate import validate
+from kernbench.sim.metrics import jain_index
 from tests.support import make_cfg
 
 CUBE = 8  # PEs per cube on the default topology
@@ -59,7 +60,12 @@ def test_hotspot_keeps_pe0s_hbm_busy_from_its_first_byte_to_the_last(one_to_one)
     # PE 0 ends 42 ns before the 7 others, which end together, last
     assert m["effective_bw_min_gbs"] == n * size / m["sim_time_ns"]
     ahead = (REMOTE - LOCAL) * 256  # bytes PE 0 drains alone before the others join
-    assert m["effective_bw_max_gbs"] == n * size / (m["sim_time_ns"] - 7 * ahead / 256)
+    fast, slow = n * size / (m["sim_time_ns"] - 7 * ahead / 256), n * size / m["sim_time_ns"]
+    assert m["effective_bw_max_gbs"] == fast
+    # Jain's index over one fast PE and 7 slow ones: (Σx)² / (n Σx²)
+    jain = (fast + 7 * slow) ** 2 / (8 * (fast**2 + 7 * slow**2))
+    assert m["bw_fairness"] == pytest.approx(jain, rel=1e-12)
+    assert 0.99999 < jain < 1.0
     assert m["busiest_link"].endswith("->sip0.cube0.hbm_ctrl")
 
 
@@ -93,6 +99,7 @@ def test_cross_cube_shares_the_noc_to_noc_link_equally(one_to_one):
     t = FAR + CUBE * n * size / LINKS.noc_noc_bw_gbs + ACCESS_LATENCY
     assert m["sim_time_ns"] == t == 32840
     assert m["effective_bw_min_gbs"] == m["effective_bw_max_gbs"] == n * size / t
+    assert m["bw_fairness"] == pytest.approx(1.0, abs=1e-15)  # every PE served alike
     assert m["busiest_link"] == "sip0.cube0.noc->sip0.cube1.noc"
 
 
@@ -134,6 +141,18 @@ def test_one_access_in_flight_pays_its_latency_every_access():
                outstanding=1)  # fmt: skip
     per_access = 4096 / 8 + FAR + ACCESS_LATENCY
     assert m["sim_time_ns"] == 256 * per_access == 149504
+
+
+def test_bw_fairness_is_jains_index_of_the_per_pe_bandwidths():
+    """(Σx)² / (n Σx²): 1 when all are equal, 1/n when one PE has everything; the
+    reservation model serves two bottlenecks' PEs less evenly than fair sharing."""
+    assert jain_index([3.0, 3.0, 3.0, 3.0]) == 1.0
+    assert jain_index([4.0, 0.0, 0.0, 0.0]) == 1 / 4
+    assert jain_index([1.0, 2.0]) == 9 / 10
+    kw = dict(access_bytes=65536, bytes_per_pe=1 << 20, active_pes="all", outstanding=4)
+    fair = stream("hotspot", False, **kw)["bw_fairness"]
+    reserved = stream("hotspot", False, "reservation", **kw)["bw_fairness"]
+    assert reserved < fair < 1.0
 
 
 def test_an_uncontended_request_ends_at_issue_plus_latency_drain_and_access():

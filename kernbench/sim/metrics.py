@@ -128,3 +128,11 @@ class LaunchUsage:
 def spread(values: list[float]) -> tuple[float, float, float]:
     """(min, mean, max) of ``values``."""
     return min(values), sum(values) / len(values), max(values)
+
+
+def jain_index(values: list[float]) -> float:
+    """Jain's fairness index ``(Σx)² / (n Σx²)``: 1.0 when every value is equal, 1/n
+    when one value takes everything; a single figure for how evenly PEs were served
+    that min/mean/max hide when only one PE lags."""
+    square = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * square) if square > 0 else 1.0

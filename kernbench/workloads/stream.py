@@ -22,7 +22,7 @@ from typing import Any
 from kernbench import tl
 from kernbench.config.schema import StreamOp, StreamWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
-from kernbench.sim.metrics import LaunchUsage, spread
+from kernbench.sim.metrics import LaunchUsage, jain_index, spread
 from kernbench.sim.system import System
 from kernbench.workloads import patterns
 
@@ -120,6 +120,7 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "effective_bw_gbs": mean,
         "effective_bw_min_gbs": low,
         "effective_bw_max_gbs": high,
+        "bw_fairness": jain_index(per_pe),
         "aggregate_bw_gbs": moved / sim_time,
         "peak_bw_per_pe_gbs": peak,
         "peak_aggregate_bw_gbs": peak * len(patterns.targeted(owners)),
