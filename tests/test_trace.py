@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pyarrow.parquet as pq
+import pytest
 
 from kernbench import simulate
+from kernbench.config.schema import StreamPattern
 from kernbench.results.trace import TraceWriter
 from tests.address_support import model_cfg
 
@@ -66,3 +68,18 @@ def test_trace_rows_stream_to_parquet_in_batches(tmp_path, monkeypatch):
     meta = pq.ParquetFile(tmp_path / "trace.parquet").metadata
     assert (meta.num_rows, meta.num_row_groups) == (800, 13)
     assert flushed == [64] * 12 + [32]  # never more than one batch held
+
+
+@pytest.mark.parametrize("pattern", ["local", "neighbor", "hotspot", "uniform"])
+@pytest.mark.parametrize("one_to_one", [False, True])
+def test_a_trace_changes_no_figure(tmp_path, pattern, one_to_one):
+    """Tracing sends every request through the fair solver (no arithmetic fast path,
+    so each request's own times are known): the figures are the same to the bit."""
+    kw = dict(pattern=StreamPattern(pattern), access_bytes=4096, bytes_per_pe=16 * 4096, active_pes="all",
+              outstanding=4)  # fmt: skip
+    plain = simulate.run(model_cfg("la", one_to_one, **kw)).metrics
+    traced, rows = _traced(tmp_path, "la", one_to_one, **kw)
+    assert traced == plain
+    assert len(rows) == (8 if one_to_one else 1) * 16 * 16  # requests per access x accesses
+    assert (rows["start_ns"] >= rows["issue_ns"]).all()
+    assert (rows["end_ns"] > rows["start_ns"]).all()
