@@ -75,8 +75,8 @@ def test_trace_rows_stream_to_parquet_in_batches(tmp_path, monkeypatch):
 def test_a_trace_changes_no_figure(tmp_path, pattern, one_to_one):
     """Tracing sends every request through the fair solver (no arithmetic fast path,
     so each request's own times are known): the figures are the same to the bit."""
-    kw = dict(pattern=StreamPattern(pattern), access_bytes=4096, bytes_per_pe=16 * 4096, active_pes="all",
-              outstanding=4)  # fmt: skip
+    kw = dict(pattern=StreamPattern(pattern), access_bytes=4096, bytes_per_pe=16 * 4096,
+              active_pes="all", outstanding=4)  # fmt: skip
     plain = simulate.run(model_cfg("la", one_to_one, **kw)).metrics
     traced, rows = _traced(tmp_path, "la", one_to_one, **kw)
     assert traced == plain

@@ -20,8 +20,8 @@ else in kernbench does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import itertools
+from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
 from typing import Any
 

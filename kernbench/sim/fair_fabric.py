@@ -85,7 +85,7 @@ class Flow:
         nbytes: int,
         transfer: Transfer,
         done: Done,
-        req: PhysicalRequest,
+        req: PhysicalRequest | None,
         trace: TraceCall | None,
     ) -> None:
         self.seq = seq
@@ -107,6 +107,7 @@ class Queue:
     links to itself, flows otherwise (never both at once)."""
 
     __slots__ = (
+        "who",
         "links",
         "path",
         "latency",
@@ -116,12 +117,14 @@ class Queue:
         "waiting",
         "fluid",
         "holds",
+        "stamp",
+        "done",
         "booked",
         "free_at",
-        "drain_end",
     )
 
-    def __init__(self, route: Route, redundant: frozenset[int]) -> None:
+    def __init__(self, route: Route, redundant: frozenset[int], who: Requester) -> None:
+        self.who = who
         self.path = route.link_ids
         # The links that can bind it: a link into an HBM router at least as wide as the
         # router's own link into HBM saturates no earlier than that link, which every
@@ -134,17 +137,35 @@ class Queue:
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
+        self.stamp = 0  # the last recomputation that covered it
+        self.done: Done | None = None  # its DMA's completion callback (one DMA per queue)
         # Arithmetic bookings whose bytes may not all have drained, oldest first:
-        # (start, nbytes, issue, sequence number, transfer, done, request).
+        # (start, nbytes, issue, sequence number, transfer).
         self.booked: deque[Booking] = deque()
-        self.free_at = 0.0  # the FIFO's next free start (the reservation model's)
-        self.drain_end = 0.0  # when the last booking's bytes have all drained
+        # The FIFO's next free start (the reservation model's ``free_at``): its last
+        # booking's bytes have all drained at ``free_at + latency``.
+        self.free_at = 0.0
 
 
-Booking = tuple[float, int, float, int, Transfer, Done, PhysicalRequest]
+Booking = tuple[float, int, float, int, Transfer]
+
+
+class Requester:
+    """One DMA's queues, and how many of them are flows. A requester is booked
+    arithmetically only while none is: its queues' age order sets where its younger
+    flows start filling (an older queue on a link of its own still takes its
+    requester's turn first), so a requester is in the solver whole or not at all."""
+
+    __slots__ = ("queues", "fluid")
+
+    def __init__(self) -> None:
+        self.queues: dict[str, Queue] = {}  # by HBM router
+        self.fluid = 0
+
+
 # Bookings kept per queue before the drained ones are dropped (they are only read
 # when the queue turns into flows).
-KEEP_BOOKED = 16
+KEEP_BOOKED = 64
 
 
 class FairFabric:
@@ -181,8 +202,7 @@ class FairFabric:
         self._owner: list[Queue | None] = [None for _ in links]  # arithmetic holder
         self._fluid = [0 for _ in links]  # queues with flows on each link
         self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
-        # Per DMA (its routes mapping, cached for good): its queues by HBM router.
-        self._queues: dict[int, dict[str, Queue]] = {}
+        self._requesters: dict[int, Requester] = {}  # by id(routes): one mapping per DMA
         self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
@@ -205,28 +225,30 @@ class FairFabric:
         its arithmetic bookings (one part of ``transfer``, which the caller schedules),
         or None when it has none; every flow adds a part that calls ``done``."""
         carried, access, now = self.bytes_carried, self.access_latency_ns, self.events.now
-        queues = self._queues.get(id(routes))
-        if queues is None:
-            queues = self._queues[id(routes)] = {}
+        who = self._requesters.get(id(routes))
+        if who is None:
+            who = self._requesters[id(routes)] = Requester()
+        queues = who.queues
         end: float | None = None
         flows = 0
+        seq = self._seq
         for req in requests:
             nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
-                queue = queues[req[0]] = Queue(routes[req[0]], self._redundant)
+                queue = queues[req[0]] = Queue(routes[req[0]], self._redundant, who)
             for i in queue.path:
                 carried[i] += nbytes
-            self._seq += 1
-            if queue.holds or (self._fast and not queue.fluid and self._alone(queue, now)):
+            seq += 1
+            if not who.fluid and (queue.holds or (self._fast and self._alone(queue, now))):
                 start = issue if issue > queue.free_at else queue.free_at
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
-                queue.drain_end = start + queue.latency + hold
                 booked = queue.booked
                 if len(booked) >= KEEP_BOOKED:
                     self._forget(queue, now)
-                booked.append((start, nbytes, issue, self._seq, transfer, done, req))
+                booked.append((start, nbytes, issue, seq, transfer))
+                queue.done = done
                 at = start + queue.latency + hold + access  # the reservation model's sum
                 if end is None or at > end:
                     end = at
@@ -234,12 +256,14 @@ class FairFabric:
             if not queue.fluid:
                 self._share(queue, now)
             flows += 1
-            flow = Flow(self._seq, queue, nbytes, transfer, done, req, trace)
+            flow = Flow(seq, queue, nbytes, transfer, done, req, trace)
             queue.waiting += 1
             self.events.schedule(issue + queue.latency, self._join, flow)
-        if end is None and not flows:
+        self._seq = seq
+        if flows:
+            transfer.parts += flows - (end is None)
+        elif end is None:
             return issue  # nothing to move
-        transfer.parts += flows - (end is None)
         return end
 
     @staticmethod
@@ -255,7 +279,7 @@ class FairFabric:
         owner, fluid = self._owner, self._fluid
         for i in queue.links:
             held = owner[i]
-            if fluid[i] or (held is not None and held is not queue and held.drain_end > now):
+            if fluid[i] or (held is not None and held is not queue and _draining(held, now)):
                 return False
         for i in queue.links:
             held = owner[i]
@@ -266,30 +290,40 @@ class FairFabric:
         return True
 
     def _share(self, queue: Queue, now: float) -> None:
-        """``queue`` meets other traffic: it, and every arithmetic holder of its links
-        still draining, become flows; holders done draining let go of the links."""
+        """``queue`` meets other traffic (or its requester has flows): it becomes flows,
+        and so does every requester holding one of its links with bytes still to drain
+        (holders done draining let go of the links)."""
         owner = self._owner
         for i in queue.links:
             held = owner[i]
             if held is not None and held is not queue:
-                if held.drain_end > now:
-                    self._to_flows(held, now)
+                if _draining(held, now):
+                    self._requester_to_flows(held.who, now)
                 else:
                     held.holds = False
                     owner[i] = None
-        self._to_flows(queue, now)
+        self._requester_to_flows(queue.who, now)
+        if not queue.fluid:
+            self._to_flows(queue, now)
+
+    def _requester_to_flows(self, who: Requester, now: float) -> None:
+        """Every queue of ``who`` with bytes still to drain becomes flows."""
+        for queue in who.queues.values():
+            if not queue.fluid and _draining(queue, now):
+                self._to_flows(queue, now)
 
     def _to_flows(self, queue: Queue, now: float) -> None:
         """Turn ``queue``'s arithmetic bookings still draining into flows at ``now``:
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
-        lat, cap = queue.latency, queue.cap
-        for start, nbytes, issue, seq, transfer, done, req in queue.booked:
+        lat, cap, done = queue.latency, queue.cap, queue.done
+        for start, nbytes, issue, seq, transfer in queue.booked:
             drain = start + lat
             stop = drain + nbytes / cap
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
-            flow = Flow(seq, queue, nbytes, transfer, done, req, None)
+            assert done is not None  # set with the first booking
+            flow = Flow(seq, queue, nbytes, transfer, done, None, None)
             transfer.parts += 1
             if issue + lat > now:
                 queue.waiting += 1
@@ -301,10 +335,10 @@ class FairFabric:
                 self.events.schedule(stop, self._drained, flow)
             queue.flows.append(flow)
         queue.booked.clear()
-        queue.drain_end = 0.0
         if queue.flows:
             self._enter(queue)
         queue.fluid, queue.holds = True, False  # the caller's queue gets a flow at once
+        queue.who.fluid += 1
         owner, fluid = self._owner, self._fluid
         for i in queue.links:
             if owner[i] is queue:
@@ -333,13 +367,14 @@ class FairFabric:
         queue = flow.queue
         queue.flows.popleft()
         self.events.schedule(now + self.access_latency_ns, flow.done, flow.transfer)
-        if flow.trace is not None:
+        if flow.trace is not None and flow.req is not None:
             flow.trace(flow.req, flow.began, now + self.access_latency_ns)
         if not queue.flows:
             self._leave(queue)
             self._changed(queue)
             if not queue.waiting:
                 queue.fluid = False
+                queue.who.fluid -= 1
                 fluid = self._fluid
                 for i in queue.links:
                     fluid[i] -= 1
@@ -385,25 +420,27 @@ class FairFabric:
         now = self.events.now
         on, seen = self._on, self._dirty
         self._dirty = set()
+        self.solves += 1
+        stamp = self.solves
         todo = list(seen)
-        found: set[Queue] = set()
+        found: list[Queue] = []
         while todo:
             for queue in on[todo.pop()]:
-                if queue not in found:
-                    found.add(queue)
+                if queue.stamp != stamp:
+                    queue.stamp = stamp
+                    found.append(queue)
                     for i in queue.links:
                         if i not in seen:
                             seen.add(i)
                             todo.append(i)
         if not found:
             return
-        queues = sorted(found, key=_age)
-        rates = progressive_fill([q.requester for q in queues], [q.links for q in queues], self.bw)
-        self.solves += 1
-        self.solved_queues += len(queues)
+        found.sort(key=_age)
+        rates = progressive_fill([q.requester for q in found], [q.links for q in found], self.bw)
+        self.solved_queues += len(found)
         if self.on_solve is not None:
-            self.on_solve(now, [(q.requester, q.links, q.flows[0].seq) for q in queues], rates)
-        for queue, rate in zip(queues, rates, strict=True):
+            self.on_solve(now, [(q.requester, q.links, q.flows[0].seq) for q in found], rates)
+        for queue, rate in zip(found, rates, strict=True):
             head = queue.flows[0]
             if head.rate != rate:
                 self._set_rate(head, rate, now)
@@ -428,6 +465,11 @@ class FairFabric:
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
+
+
+def _draining(queue: Queue, now: float) -> bool:
+    """Whether an arithmetic queue still has bytes to drain after ``now``."""
+    return queue.free_at + queue.latency > now
 
 
 def _age(queue: Queue) -> int:

@@ -47,24 +47,30 @@ def progressive_fill(
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
     list), with its requester and its route's link ids; ``bw`` by link id."""
-    n, nlinks = len(links), len(bw)
+    n = len(links)
     rate = [0.0] * n
     frozen = [False] * n
     began = [0.0] * n  # the level at which each active queue started
-    users: list[list[int]] = [[] for _ in range(nlinks)]
-    # Per link: frozen load on it, active queues, the sum of their start levels, and a
-    # version (heap entries of an older version are stale).
-    load = [0.0] * nlinks
-    active = [0] * nlinks
-    starts = [0.0] * nlinks
-    version = [0] * nlinks
-    heap: list[tuple[float, int, int]] = []
+    # The component's links, numbered from 0 here (a topology has hundreds).
+    number: dict[int, int] = {}
+    cap: list[float] = []
+    users: list[list[int]] = []
+    paths: list[list[int]] = []
     owner: list[int] = []  # per queue, its requester's index
     order: list[list[int]] = []  # per requester, its queues oldest first
     index: dict[Hashable, int] = {}
     for q in range(n):
+        path = []
         for lk in links[q]:
-            users[lk].append(q)
+            i = number.get(lk)
+            if i is None:
+                i = number[lk] = len(cap)
+                cap.append(bw[lk])
+                users.append([q])
+            else:
+                users[i].append(q)
+            path.append(i)
+        paths.append(path)
         r = index.get(requesters[q])
         if r is None:
             r = index[requesters[q]] = len(order)
@@ -72,13 +78,21 @@ def progressive_fill(
         else:
             order[r].append(q)
         owner.append(r)
+    nlinks = len(cap)
+    # Per link: frozen load on it, active queues, the sum of their start levels, and a
+    # version (heap entries of an older version are stale).
+    load = [0.0] * nlinks
+    active = [0] * nlinks
+    starts = [0.0] * nlinks
+    version = [0] * nlinks
+    heap: list[tuple[float, int, int]] = []
     at = [0] * len(order)
     for mine in order:  # every requester starts its oldest queue at level 0
-        for lk in links[mine[0]]:
+        for lk in paths[mine[0]]:
             active[lk] += 1
     for lk in range(nlinks):
         if active[lk]:
-            heappush(heap, (bw[lk] / active[lk], lk, 0))
+            heappush(heap, (cap[lk] / active[lk], lk, 0))
     while heap:
         level, lk, v = heappop(heap)
         if v != version[lk]:
@@ -96,7 +110,7 @@ def progressive_fill(
             if share <= NO_RATE:
                 share = 0.0
             rate[q] = share
-            for other in links[q]:
+            for other in paths[q]:
                 if other != lk:
                     k = active[other] - 1
                     active[other] = k
@@ -104,7 +118,7 @@ def progressive_fill(
                     load[other] += share
                     version[other] += 1
                     if k:
-                        sat = (bw[other] - load[other] + starts[other]) / k
+                        sat = (cap[other] - load[other] + starts[other]) / k
                         heappush(heap, (sat, other, version[other]))
             i = at[r] + 1
             while i < len(mine) and frozen[mine[i]]:
@@ -113,11 +127,11 @@ def progressive_fill(
             if i < len(mine):
                 q = mine[i]
                 began[q] = level
-                for other in links[q]:
+                for other in paths[q]:
                     k = active[other] + 1
                     active[other] = k
                     starts[other] += level
                     version[other] += 1
-                    sat = (bw[other] - load[other] + starts[other]) / k
+                    sat = (cap[other] - load[other] + starts[other]) / k
                     heappush(heap, (sat, other, version[other]))
     return rate
