@@ -2,10 +2,21 @@
 
 Data path: a sweep's stream rows under both channel mappings -> :func:`table` (one row
 per configuration: n:1 and 1:1 per-PE bandwidth side by side, their ratio, whether the
-access is aligned to N·g, and the busiest link under each mapping) -> :func:`check`
-(ADR-0011's claim on uncontended aligned accesses, then per traffic pattern whether
-the mappings agree for aligned and for misaligned accesses, by how much at worst,
-where, and the bottleneck link) -> :func:`plot` (PNG files).
+access is aligned to N·g, the busiest link under each mapping and, when the rows have
+it, the lower of the two mappings' ``bw_fairness``) -> :func:`check` (ADR-0011's claim
+on uncontended aligned accesses, then per traffic pattern whether the mappings agree
+for aligned and for misaligned accesses, by how much at worst, where, and the
+bottleneck link) -> :func:`plot` (PNG files).
+
+The fabric model (``sim.fabric``) is an axis of the study: ``fair`` (links shared
+max-min fairly between PEs, the default) is the product's answer; ``reservation``
+(every link of a path booked from one start, first come first served) shows how much
+of a 1:1/n:1 difference the booking order adds. A configuration pairs n:1 with 1:1
+within one model, never across. When the table holds both models the claims above are
+judged on the ``fair`` rows, and one more claim per pattern says how far the
+reservation model moves 1:1/n:1; the plots draw the ``fair`` rows. Rows written before
+the column existed came from the reservation model: a missing value reads
+``reservation`` (a table without the column keeps none and reports as it did).
 
 Claims count *distinct* configurations: rows that differ only in a key that changes
 no figure (e.g. 4 or 8 PEs each reading its own N = 8 channels) are one configuration.
@@ -47,13 +58,24 @@ N1, ONE = "bw_n_to_one_gbs", "bw_one_to_one_gbs"
 RATIO = "ratio_1to1_n1"
 BOTTLENECK = "bottleneck"
 PSEUDO = "topology.cube.memory_map.hbm_pseudo_channels"
+FABRIC = "sim.fabric"
+FAIR, RESERVATION = "fair", "reservation"
+# Jain's index of the active PEs' bandwidths in a row (1.0: every PE served alike);
+# the table keeps the lower of the two mappings' per configuration.
+FAIRNESS = "bw_fairness"
+FAIRNESS_MIN = "bw_fairness_min"
+# Where a configuration is, in the order the table is sorted and claims name it.
+LOCATION = (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame | None:
     """n:1 and 1:1 per-PE bandwidth per configuration, their ratio, the access class
-    (``aligned``: size and offset multiples of N·g; ``< stripe``; ``misaligned``) and the
-    busiest link as a link class (:func:`link_class`; ``n:1 | 1:1`` where they differ).
-    None unless the table holds stream rows under both mappings."""
+    (``aligned``: size and offset multiples of N·g; ``< stripe``; ``misaligned``), the
+    busiest link as a link class (:func:`link_class`; ``n:1 | 1:1`` where they differ)
+    and, when the rows carry it, ``bw_fairness_min``. ``sim.fabric`` is a key like any
+    other swept one, so n:1 pairs with 1:1 within one fabric model; rows are sorted by
+    it last, putting a configuration's two models side by side. None unless the table
+    holds stream rows under both mappings."""
     if WORKLOAD not in df or MAPPING not in df or speed_sweep(df):
         return None
     ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")].copy()
@@ -61,13 +83,18 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
         return None
     for col, default in ((PATTERN, "local"), (ACTIVE, "all"), ("busiest_link", "")):
         ok[col] = ok[col].astype(str) if col in ok else default  # older rows: no patterns
+    if FABRIC in ok:  # rows from before the column: the reservation model made them
+        ok[FABRIC] = ok[FABRIC].fillna(RESERVATION).astype(str)
     keys = varying_config(ok, exclude=(MAPPING,)) or [ACCESS]
-    out = _classify(_paired(ok, keys))
+    out = _with_fairness(_classify(_paired(ok, keys)), ok, keys)
     # pseudo-channels = PEs x N; the granule and offset are in the access class
     hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO)
     shown = [k for k in keys if k not in hidden]
     cols = [*shown, CHANNELS_PER_PE, PATTERN, ACTIVE, "access_class", N1, ONE, RATIO, BOTTLENECK]
-    order = [c for c in (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN) if c in cols]
+    cols += [FAIRNESS_MIN] if FAIRNESS_MIN in out else []
+    # the fabric model last, so a configuration's two models sit side by side
+    others = [k for k in shown if k not in (*LOCATION, FABRIC)]
+    order = [c for c in (*LOCATION, *others, FABRIC) if c in cols]
     return out[cols].sort_values(order, kind="stable").reset_index(drop=True)
 
 
@@ -82,6 +109,16 @@ def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     needed = (CHANNELS_PER_PE, GRANULE, ACCESS, ALIGN, PATTERN, ACTIVE)
     inputs = [c for c in needed if c not in keys]
     return wide.merge(ok.drop_duplicates(keys)[[*keys, *inputs]], on=keys, how="left")
+
+
+def _with_fairness(out: pd.DataFrame, ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Add the lower of the two mappings' ``bw_fairness`` per configuration (the worse
+    served of them bounds how alike the PEs were); tables from before the column are
+    left without it."""
+    if FAIRNESS not in ok:
+        return out
+    worst = ok.groupby(keys, dropna=False)[FAIRNESS].min().rename(FAIRNESS_MIN)
+    return out.merge(worst.reset_index(), on=keys, how="left")
 
 
 def _classify(out: pd.DataFrame) -> pd.DataFrame:
@@ -129,7 +166,32 @@ def distinct(rows: pd.DataFrame) -> int:
 
 def check(table: pd.DataFrame) -> list[Claim]:
     """ADR-0011 on local aligned accesses, the n:1 bound, then per pattern: aligned and
-    misaligned agreement, worst difference and where, bottleneck links."""
+    misaligned agreement, worst difference and where, bottleneck links. With both
+    fabric models these are judged on the fair rows (the product's answer; mixing in
+    reservation rows would let the booking order decide them), and per pattern one
+    more claim says how far the reservation model moves 1:1/n:1."""
+    if not both_models(table):
+        return _mapping_claims(table)
+    fair = table[table[FABRIC] == FAIR]
+    claims = [_on_fair(c) for c in _mapping_claims(fair)]
+    patterns = sorted(set(table[PATTERN]))
+    return claims + [_booking_order(table[table[PATTERN] == p], p) for p in patterns]
+
+
+def both_models(table: pd.DataFrame) -> bool:
+    """Whether the table holds rows of both fabric models (``sim.fabric`` varies)."""
+    return FABRIC in table and {FAIR, RESERVATION} <= set(table[FABRIC])
+
+
+def _on_fair(claim: Claim) -> Claim:
+    """The claim with its figures marked as the fair model's, so a reader of the claims
+    alone knows which rows the verdict stands on."""
+    return Claim(claim.text, claim.holds, f"fair model: {claim.detail}")
+
+
+def _mapping_claims(table: pd.DataFrame) -> list[Claim]:
+    """The 1:1 against n:1 claims on rows of one fabric model (or of tables that
+    predate the axis)."""
     aligned = table["access_class"] == "aligned"
     local = table[aligned & (table[PATTERN] == "local")]
     claims = [_agree(local, "ADR-0011: local aligned accesses")]
@@ -149,6 +211,73 @@ def check(table: pd.DataFrame) -> list[Claim]:
     return claims
 
 
+# A configuration's figures; under both models they gain a _fair / _res suffix.
+FIGURES = (N1, ONE, RATIO, BOTTLENECK, FAIRNESS_MIN)
+SUFFIX = {FAIR: "_fair", RESERVATION: "_res"}
+
+
+def by_model(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration present under both fabric models, each figure twice
+    (``ratio_1to1_n1_fair``, ``ratio_1to1_n1_res``, ...). The configuration is every
+    other column, so a reservation row only ever meets the fair row of its own
+    configuration."""
+    config = [c for c in rows.columns if c not in (FABRIC, *FIGURES)]
+    fair, res = (rows[rows[FABRIC] == m].drop(columns=FABRIC) for m in (FAIR, RESERVATION))
+    return fair.merge(res, on=config, suffixes=(SUFFIX[FAIR], SUFFIX[RESERVATION]))
+
+
+def _booking_order(rows: pd.DataFrame, pattern: str) -> Claim:
+    """Whether the reservation model changes 1:1/n:1 by at most the tolerance on every
+    configuration of ``pattern`` run under both models; the figures behind it."""
+    text = (
+        f"{pattern}: the booking-order model ({RESERVATION}) changes 1:1/n:1"
+        f" by at most {BW_EQUAL_TOL:.0%}"
+    )
+    pairs = by_model(rows)
+    if pairs.empty:
+        return Claim(text, None, "no configuration of this pattern under both models")
+    change = (pairs[RATIO + "_res"] - pairs[RATIO + "_fair"]).abs()
+    return Claim(text, bool((change <= BW_EQUAL_TOL).all()), _booking_detail(pairs, change))
+
+
+def _booking_detail(pairs: pd.DataFrame, change: pd.Series) -> str:
+    """Distinct configurations, the worst 1:1/n:1 gap under each model, the largest
+    change of the ratio and where, each mapping's largest bandwidth change, and the
+    least fair row under each model when the rows say."""
+    worst = {m: (pairs[RATIO + s] - 1).abs().max() for m, s in SUFFIX.items()}
+    at = change.idxmax()
+    row = pairs.loc[at]
+    figures = [
+        f"{_distinct_pairs(pairs)} distinct configurations under both models",
+        f"worst |1:1/n:1 - 1|: fair {worst[FAIR]:.2%}, reservation {worst[RESERVATION]:.2%}",
+        f"largest change of 1:1/n:1: {change[at]:.4f}, from {row[RATIO + '_fair']:.4f} (fair)"
+        f" to {row[RATIO + '_res']:.4f} (reservation) at {_location(pairs, at)}",
+        "largest change of per-PE bandwidth, reservation vs fair: "
+        + ", ".join(f"{name} {_largest_change(pairs, col):+.2%}" for name, col in _MAPPINGS),
+    ]
+    if FAIRNESS_MIN + "_fair" in pairs:
+        lowest = {m: pairs[FAIRNESS_MIN + s].min() for m, s in SUFFIX.items()}
+        shown = [f"{m} {v:.3f}" for m, v in lowest.items() if pd.notna(v)]
+        figures += [f"lowest bw_fairness: {', '.join(shown)}"] if shown else []
+    return "; ".join(figures)
+
+
+_MAPPINGS = (("n:1", N1), ("1:1", ONE))
+
+
+def _largest_change(pairs: pd.DataFrame, col: str) -> float:
+    """The relative change (reservation / fair - 1) of largest size, with its sign."""
+    rel = pairs[col + "_res"] / pairs[col + "_fair"] - 1
+    return float(rel[rel.abs().idxmax()])
+
+
+def _distinct_pairs(pairs: pd.DataFrame) -> int:
+    """As :func:`distinct`, with both models' bandwidths as the figures."""
+    inputs = [c for c in DISTINCT if c in pairs]
+    figures = [c + s for c in (N1, ONE) for s in SUFFIX.values()]
+    return len(pairs.drop_duplicates([*inputs, *figures]))
+
+
 def _agree(rows: pd.DataFrame, what: str) -> Claim:
     """Whether 1:1 and n:1 agree within the tolerance on ``rows``; the worst case,
     where it is, and the busiest links."""
@@ -166,9 +295,15 @@ def _agree(rows: pd.DataFrame, what: str) -> Claim:
 
 def _where(rows: pd.DataFrame, index: int) -> str:
     row = rows.loc[index]
-    keys = [c for c in (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN) if c in rows]
-    where = ", ".join(f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}" for k in keys)
+    where = _location(rows, index)
     return f"ratio {row[RATIO]:.4f} at {where}: n:1 {row[N1]:.4g}, 1:1 {row[ONE]:.4g} GB/s"
+
+
+def _location(rows: pd.DataFrame, index: int) -> str:
+    """Where row ``index`` is: its location keys, short names, values as typed."""
+    row = rows.loc[index]
+    keys = [c for c in LOCATION if c in rows]
+    return ", ".join(f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}" for k in keys)
 
 
 def _fmt(value: object) -> str:
@@ -199,15 +334,19 @@ def _shape(row: pd.Series) -> str:
 def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     """``bw_equivalence_bandwidth.png`` (per traffic case, 1:1 against n:1 bandwidth:
     on the diagonal they agree) and ``bw_equivalence_ratio.png`` (heat map of 1:1 / n:1,
-    traffic case and access size across, PE count and N down)."""
-    t = table.copy()
+    traffic case and access size across, PE count and N down). With both fabric models
+    they draw the fair rows, and their titles say so: a point or cell never mixes the
+    models (the table and the booking-order claims hold the reservation figures)."""
+    fair_only = both_models(table)
+    t = table[table[FABRIC] == FAIR].copy() if fair_only else table.copy()
     t["size"] = t["access_class"]
     t["case"] = t.apply(_case, axis=1)
     t["shape"] = t.apply(_shape, axis=1)
-    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png"), _heat(t, out_dir)]
+    note = " (fair fabric model)" if fair_only else ""
+    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
 
 
-def _scatter(t: pd.DataFrame, path: Path) -> Path:
+def _scatter(t: pd.DataFrame, path: Path, note: str = "") -> Path:
     """One panel per traffic case: 1:1 against n:1, colour = access class, marker =
     shape; one legend for the figure."""
     cases = list(dict.fromkeys(t["case"]))
@@ -224,7 +363,7 @@ def _scatter(t: pd.DataFrame, path: Path) -> Path:
     legend = {lab: h for pairs in handles for h, lab in pairs}
     fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4, fontsize=8,
                frameon=False)  # fmt: skip
-    fig.suptitle("1:1 against n:1 per traffic case (on the dashed diagonal they agree)")
+    fig.suptitle(f"1:1 against n:1 per traffic case{note} (on the dashed diagonal they agree)")
     fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(legend) / 4), 1, 0.96))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -242,7 +381,7 @@ def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str]) -> None:
     ax.set_ylabel("1:1 per-PE bandwidth (GB/s)")
 
 
-def _heat(t: pd.DataFrame, out_dir: Path) -> Path:
+def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
     grid = t.pivot_table(index="shape", columns=["case", "size"], values=RATIO, aggfunc="first")
     values = grid.to_numpy(dtype=float)
     span = max(float(np.nanmax(np.abs(values - 1))), BW_EQUAL_TOL)
@@ -256,7 +395,7 @@ def _heat(t: pd.DataFrame, out_dir: Path) -> Path:
             dark = abs(v - 1) > span / 2
             ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
                     color="white" if dark else "black")  # fmt: skip
-    ax.set(title="1:1 / n:1 per-PE bandwidth (1 = the mappings agree)",
+    ax.set(title=f"1:1 / n:1 per-PE bandwidth{note} (1 = the mappings agree)",
            xlabel="traffic case / access size", ylabel="PEs per cube, channels per PE")  # fmt: skip
     fig.colorbar(image, ax=ax, label="1:1 / n:1 per-PE bandwidth")
     fig.tight_layout()
