@@ -118,7 +118,7 @@ class Queue:
         "fluid",
         "holds",
         "stamp",
-        "done",
+        "moved",
         "booked",
         "free_at",
     )
@@ -138,16 +138,16 @@ class Queue:
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last recomputation that covered it
-        self.done: Done | None = None  # its DMA's completion callback (one DMA per queue)
+        self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first:
-        # (start, nbytes, issue, sequence number, transfer).
+        # (drained at, start, nbytes, issue, sequence number, transfer).
         self.booked: deque[Booking] = deque()
         # The FIFO's next free start (the reservation model's ``free_at``): its last
         # booking's bytes have all drained at ``free_at + latency``.
         self.free_at = 0.0
 
 
-Booking = tuple[float, int, float, int, Transfer]
+Booking = tuple[float, float, int, float, int, Transfer]
 
 
 class Requester:
@@ -156,11 +156,12 @@ class Requester:
     flows start filling (an older queue on a link of its own still takes its
     requester's turn first), so a requester is in the solver whole or not at all."""
 
-    __slots__ = ("queues", "fluid")
+    __slots__ = ("queues", "fluid", "done")
 
-    def __init__(self) -> None:
+    def __init__(self, done: Done) -> None:
         self.queues: dict[str, Queue] = {}  # by HBM router
         self.fluid = 0
+        self.done = done  # its DMA's completion callback
 
 
 # Bookings kept per queue before the drained ones are dropped (they are only read
@@ -183,7 +184,7 @@ class FairFabric:
         on_solve: SolveObserver | None = None,
     ) -> None:
         self.bw = [lk.bw_gbs for lk in graph.links]
-        self.bytes_carried = [0] * len(graph.links)
+        self._links = len(graph.links)
         self.access_latency_ns = access_latency_ns
         self.events = events
         self.segments: list[tuple[tuple[int, ...], float, float, float]] | None = (
@@ -207,6 +208,18 @@ class FairFabric:
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
 
+    @property
+    def bytes_carried(self) -> list[int]:
+        """Bytes each link has carried, by link id: summed from the queues when asked
+        (a launch asks twice), so issuing a request adds to one counter, not one per
+        link of its path."""
+        carried = [0] * self._links
+        for who in self._requesters.values():
+            for queue in who.queues.values():
+                for i in queue.path:
+                    carried[i] += queue.moved
+        return carried
+
     def busy_ns(self) -> list[float]:
         """Time each link has spent carrying bytes, by link id."""
         return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
@@ -224,12 +237,12 @@ class FairFabric:
         """Issue ``requests`` at ``issue`` for ``transfer``. Returns the completion of
         its arithmetic bookings (one part of ``transfer``, which the caller schedules),
         or None when it has none; every flow adds a part that calls ``done``."""
-        carried, access, now = self.bytes_carried, self.access_latency_ns, self.events.now
+        access, now = self.access_latency_ns, self.events.now
         who = self._requesters.get(id(routes))
         if who is None:
-            who = self._requesters[id(routes)] = Requester()
+            who = self._requesters[id(routes)] = Requester(done)
         queues = who.queues
-        end: float | None = None
+        end = -1.0  # none yet
         flows = 0
         seq = self._seq
         for req in requests:
@@ -237,20 +250,19 @@ class FairFabric:
             queue = queues.get(req[0])
             if queue is None:
                 queue = queues[req[0]] = Queue(routes[req[0]], self._redundant, who)
-            for i in queue.path:
-                carried[i] += nbytes
+            queue.moved += nbytes
             seq += 1
             if not who.fluid and (queue.holds or (self._fast and self._alone(queue, now))):
                 start = issue if issue > queue.free_at else queue.free_at
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
+                stop = start + queue.latency + hold
                 booked = queue.booked
                 if len(booked) >= KEEP_BOOKED:
-                    self._forget(queue, now)
-                booked.append((start, nbytes, issue, seq, transfer))
-                queue.done = done
-                at = start + queue.latency + hold + access  # the reservation model's sum
-                if end is None or at > end:
+                    _forget(queue, now)
+                booked.append((stop, start, nbytes, issue, seq, transfer))
+                at = stop + access  # the reservation model's sum, in its order
+                if at > end:
                     end = at
                 continue
             if not queue.fluid:
@@ -261,17 +273,9 @@ class FairFabric:
             self.events.schedule(issue + queue.latency, self._join, flow)
         self._seq = seq
         if flows:
-            transfer.parts += flows - (end is None)
-        elif end is None:
-            return issue  # nothing to move
-        return end
-
-    @staticmethod
-    def _forget(queue: Queue, now: float) -> None:
-        """Drop the bookings whose bytes have all drained by ``now``."""
-        booked, lat, cap = queue.booked, queue.latency, queue.cap
-        while booked and booked[0][0] + lat + booked[0][1] / cap <= now:
-            booked.popleft()
+            transfer.parts += flows - (end < 0.0)
+            return end if end >= 0.0 else None
+        return end if end >= 0.0 else issue  # no request: nothing to move
 
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
@@ -316,13 +320,11 @@ class FairFabric:
         """Turn ``queue``'s arithmetic bookings still draining into flows at ``now``:
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
-        lat, cap, done = queue.latency, queue.cap, queue.done
-        for start, nbytes, issue, seq, transfer in queue.booked:
+        lat, cap, done = queue.latency, queue.cap, queue.who.done
+        for stop, start, nbytes, issue, seq, transfer in queue.booked:
             drain = start + lat
-            stop = drain + nbytes / cap
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
-            assert done is not None  # set with the first booking
             flow = Flow(seq, queue, nbytes, transfer, done, None, None)
             transfer.parts += 1
             if issue + lat > now:
@@ -465,6 +467,18 @@ class FairFabric:
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
+
+
+def _forget(queue: Queue, now: float) -> None:
+    """Drop the bookings whose bytes have all drained by ``now``: they end in order, so
+    the ones still draining are the last few."""
+    booked = queue.booked
+    live = 0
+    for entry in reversed(booked):
+        if entry[0] <= now:
+            break
+        live += 1
+    queue.booked = deque(list(booked)[len(booked) - live :])
 
 
 def _draining(queue: Queue, now: float) -> bool:
