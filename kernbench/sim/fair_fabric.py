@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
@@ -139,15 +139,16 @@ class Queue:
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last recomputation that covered it
         self.moved = 0  # bytes issued on it: every link of its path carried them
-        # Arithmetic bookings whose bytes may not all have drained, oldest first:
-        # (drained at, start, nbytes, issue, sequence number, transfer).
-        self.booked: deque[Booking] = deque()
+        # Arithmetic bookings whose bytes may not all have drained, oldest first, flat:
+        # BOOKING fields each (drained at, start, nbytes, issue, sequence number,
+        # transfer). Drained ones are dropped as the next is booked: a DMA stage kept
+        # alive after its job retired is one more object for the cyclic garbage
+        # collector to walk (16 PEs streaming ran 1.24x slower in CPU time with 64
+        # bookings kept per queue, with no more instructions per access).
+        self.booked: list[Any] = []
         # The FIFO's next free start (the reservation model's ``free_at``): its last
         # booking's bytes have all drained at ``free_at + latency``.
         self.free_at = 0.0
-
-
-Booking = tuple[float, float, int, float, int, Transfer]
 
 
 class Requester:
@@ -164,9 +165,7 @@ class Requester:
         self.done = done  # its DMA's completion callback
 
 
-# Bookings kept per queue before the drained ones are dropped (they are only read
-# when the queue turns into flows).
-KEEP_BOOKED = 64
+BOOKING = 6  # fields per booking in Queue.booked
 
 
 class FairFabric:
@@ -258,9 +257,9 @@ class FairFabric:
                 queue.free_at = start + hold
                 stop = start + queue.latency + hold
                 booked = queue.booked
-                if len(booked) >= KEEP_BOOKED:
-                    _forget(queue, now)
-                booked.append((stop, start, nbytes, issue, seq, transfer))
+                while booked and booked[0] <= now:  # drained: forget it (and its stage)
+                    del booked[:BOOKING]
+                booked += (stop, start, nbytes, issue, seq, transfer)
                 at = stop + access  # the reservation model's sum, in its order
                 if at > end:
                     end = at
@@ -321,7 +320,9 @@ class FairFabric:
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
         lat, cap, done = queue.latency, queue.cap, queue.who.done
-        for stop, start, nbytes, issue, seq, transfer in queue.booked:
+        booked = queue.booked
+        for k in range(0, len(booked), BOOKING):
+            stop, start, nbytes, issue, seq, transfer = booked[k : k + BOOKING]
             drain = start + lat
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
@@ -467,18 +468,6 @@ class FairFabric:
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
-
-
-def _forget(queue: Queue, now: float) -> None:
-    """Drop the bookings whose bytes have all drained by ``now``: they end in order, so
-    the ones still draining are the last few."""
-    booked = queue.booked
-    live = 0
-    for entry in reversed(booked):
-        if entry[0] <= now:
-            break
-        live += 1
-    queue.booked = deque(list(booked)[len(booked) - live :])
 
 
 def _draining(queue: Queue, now: float) -> bool:
