@@ -17,15 +17,18 @@ with what changed (SimGrid's *selective update*), happens once per simulated ins
 however many requests changed at it, and re-keys the completion of only the requests
 whose rate moved (SimGrid's *lazy actions*: a stale completion is skipped when popped).
 
-The fast path: a queue whose links carry no other queue's traffic is exactly FIFO at
-its route's narrowest bandwidth, so it is booked arithmetically as the reservation
-model books it (``start = max(issue, free_at)``, done at
-``start + Σ latency + n / min bw + access``), one event per DMA stage and no flow.
-When another queue's request arrives on one of its links while it still has bytes to
-drain, its bookings become flows at that instant (a flow can only get slower by
-sharing, so the DMA stage's arithmetic completion is a lower bound it keeps as one
-of its parts: :class:`Transfer`). Tracing or recording links turns the fast path off
-(every request becomes a flow, with the same times), so every flow is observed.
+The fast path: a requester (a PE's DMA) whose every queue has its links to itself is
+exactly FIFO per queue at its route's narrowest bandwidth, so it is booked
+arithmetically as the reservation model books it (``start = max(issue, free_at)``,
+done at ``start + Σ latency + n / min bw + access``): one event per DMA stage and no
+flow. It is all or nothing per requester: in progressive filling an older queue on a
+link of its own still takes its requester's turn first, so a requester with any flow
+has all its queues in the solver. When another requester's request arrives on a link
+it holds while it still has bytes to drain, its bookings become flows at that instant
+(a flow can only get slower by sharing, so the DMA stage's arithmetic completion is a
+lower bound it keeps as one of its parts: :class:`~kernbench.sim.flows.Transfer`).
+Tracing or recording links turns the fast path off (every request becomes a flow,
+with the same times), so every flow is observed.
 
 Ties between events at one instant run in the queue's key order (time, then the
 order they were scheduled in); queues are aged by a counter over requests in the
@@ -34,138 +37,28 @@ order they are issued, so identical inputs give identical rates, times and logs.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
 
 from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
 from kernbench.sim.fairshare import progressive_fill
+from kernbench.sim.flows import (
+    BOOKING,
+    INFINITY,
+    Done,
+    Flow,
+    Queue,
+    Requester,
+    Transfer,
+    age,
+    draining,
+)
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import Route
 
-INFINITY = float("inf")
-
-
-class Transfer(Protocol):
-    """What the fabric completes: a DMA stage. ``parts`` counts the completions it is
-    still owed (its ``done`` callback is called once per part)."""
-
-    parts: int
-
-
-Done = Callable[[Transfer], None]
 # Told a component's queues (requester, links, oldest request's sequence number) and
 # their rates after every recomputation, and the time: the tests' window on the solver.
 SolveObserver = Callable[[float, list[tuple[str, tuple[int, ...], int]], list[float]], None]
-
-
-class Flow:
-    """One physical request in the fluid model."""
-
-    __slots__ = (
-        "seq",
-        "queue",
-        "nbytes",
-        "left",
-        "rate",
-        "since",
-        "end_at",
-        "began",
-        "transfer",
-        "done",
-        "req",
-        "trace",
-    )
-
-    def __init__(
-        self,
-        seq: int,
-        queue: Queue,
-        nbytes: int,
-        transfer: Transfer,
-        done: Done,
-        req: PhysicalRequest | None,
-        trace: TraceCall | None,
-    ) -> None:
-        self.seq = seq
-        self.queue = queue
-        self.nbytes = nbytes
-        self.left = float(nbytes)  # bytes not drained at ``since``
-        self.rate = 0.0
-        self.since = 0.0
-        self.end_at = INFINITY
-        self.began = INFINITY  # when it first drained (minus its latency: see trace)
-        self.transfer = transfer
-        self.done = done
-        self.req = req
-        self.trace = trace
-
-
-class Queue:
-    """One requester's requests on one route: arithmetic bookings while it has its
-    links to itself, flows otherwise (never both at once)."""
-
-    __slots__ = (
-        "who",
-        "links",
-        "path",
-        "latency",
-        "cap",
-        "requester",
-        "flows",
-        "waiting",
-        "fluid",
-        "holds",
-        "stamp",
-        "moved",
-        "booked",
-        "free_at",
-    )
-
-    def __init__(self, route: Route, redundant: frozenset[int], who: Requester) -> None:
-        self.who = who
-        self.path = route.link_ids
-        # The links that can bind it: a link into an HBM router at least as wide as the
-        # router's own link into HBM saturates no earlier than that link, which every
-        # route through the router ends with.
-        self.links = tuple(i for i in route.link_ids if i not in redundant)
-        self.latency = route.latency_ns
-        self.cap = route.min_bw_gbs
-        self.requester = route.nodes[0]
-        self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
-        self.waiting = 0  # flows issued, not joined yet
-        self.fluid = False  # has flows, joined or waiting
-        self.holds = False  # holds every link of its route for arithmetic bookings
-        self.stamp = 0  # the last recomputation that covered it
-        self.moved = 0  # bytes issued on it: every link of its path carried them
-        # Arithmetic bookings whose bytes may not all have drained, oldest first, flat:
-        # BOOKING fields each (drained at, start, nbytes, issue, sequence number,
-        # transfer). Drained ones are dropped as the next is booked: a DMA stage kept
-        # alive after its job retired is one more object for the cyclic garbage
-        # collector to walk (16 PEs streaming ran 1.24x slower in CPU time with 64
-        # bookings kept per queue, with no more instructions per access).
-        self.booked: list[Any] = []
-        # The FIFO's next free start (the reservation model's ``free_at``): its last
-        # booking's bytes have all drained at ``free_at + latency``.
-        self.free_at = 0.0
-
-
-class Requester:
-    """One DMA's queues, and how many of them are flows. A requester is booked
-    arithmetically only while none is: its queues' age order sets where its younger
-    flows start filling (an older queue on a link of its own still takes its
-    requester's turn first), so a requester is in the solver whole or not at all."""
-
-    __slots__ = ("queues", "fluid", "done")
-
-    def __init__(self, done: Done) -> None:
-        self.queues: dict[str, Queue] = {}  # by HBM router
-        self.fluid = 0
-        self.done = done  # its DMA's completion callback
-
-
-BOOKING = 6  # fields per booking in Queue.booked
 
 
 class FairFabric:
@@ -282,7 +175,7 @@ class FairFabric:
         owner, fluid = self._owner, self._fluid
         for i in queue.links:
             held = owner[i]
-            if fluid[i] or (held is not None and held is not queue and _draining(held, now)):
+            if fluid[i] or (held is not None and held is not queue and draining(held, now)):
                 return False
         for i in queue.links:
             held = owner[i]
@@ -300,7 +193,7 @@ class FairFabric:
         for i in queue.links:
             held = owner[i]
             if held is not None and held is not queue:
-                if _draining(held, now):
+                if draining(held, now):
                     self._requester_to_flows(held.who, now)
                 else:
                     held.holds = False
@@ -312,7 +205,7 @@ class FairFabric:
     def _requester_to_flows(self, who: Requester, now: float) -> None:
         """Every queue of ``who`` with bytes still to drain becomes flows."""
         for queue in who.queues.values():
-            if not queue.fluid and _draining(queue, now):
+            if not queue.fluid and draining(queue, now):
                 self._to_flows(queue, now)
 
     def _to_flows(self, queue: Queue, now: float) -> None:
@@ -438,7 +331,7 @@ class FairFabric:
                             todo.append(i)
         if not found:
             return
-        found.sort(key=_age)
+        found.sort(key=age)
         rates = progressive_fill([q.requester for q in found], [q.links for q in found], self.bw)
         self.solved_queues += len(found)
         if self.on_solve is not None:
@@ -468,13 +361,3 @@ class FairFabric:
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
-
-
-def _draining(queue: Queue, now: float) -> bool:
-    """Whether an arithmetic queue still has bytes to drain after ``now``."""
-    return queue.free_at + queue.latency > now
-
-
-def _age(queue: Queue) -> int:
-    """A queue's age: its oldest joined request's sequence number."""
-    return queue.flows[0].seq
