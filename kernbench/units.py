@@ -5,6 +5,9 @@ exactly 1 byte/ns, so ``nbytes / bw_gbs`` is a time in ns with no conversion fac
 (the fabric divides by bandwidth directly, on its hot path).
 """
 
+# The integers a result column holds (Arrow int64).
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
 
 def cycles_to_ns(cycles: float, clock_ghz: float) -> float:
     """A cycle count at ``clock_ghz`` GHz, in ns."""

@@ -9,6 +9,8 @@ from omegaconf import OmegaConf
 
 from kernbench.config import flatten, validate
 from kernbench.errors import ConfigError
+from kernbench.results.table import rows_to_table
+from tests.test_sweep import SMALL, merged, run_sweep
 
 # (overrides, the key the error names, text stating the value and the limit)
 VALIDATION_CASES = [
@@ -113,6 +115,16 @@ VALIDATION_CASES = [
         "workload.access_bytes",
         "8388608 exceeds workload.bytes_per_pe = 4194304",
     ),
+    (  # 2^64: beyond the int64 a result column holds
+        ["workload.seed=18446744073709551616"],
+        "workload.seed",
+        "18446744073709551616 is outside the 64-bit integers a result holds (|x| < 2^63)",
+    ),
+    (  # -2^63 - 1
+        ["workload.align_offset_bytes=-9223372036854775809"],
+        "workload.align_offset_bytes",
+        "-9223372036854775809 is outside the 64-bit integers",
+    ),
 ]
 
 
@@ -191,6 +203,10 @@ APP_VALIDATION_CASES = [
         "workload.access_bytes=8388608",
         "workload.access_bytes: 8388608 exceeds workload.bytes_per_pe = 4194304",
     ),
+    (
+        "topology.pe.tcm_bytes=18446744073709551616",
+        "topology.pe.tcm_bytes: 18446744073709551616 is outside the 64-bit integers",
+    ),
 ]
 
 
@@ -256,3 +272,35 @@ def test_simulate_run_validates_the_config_it_is_given():
     cfg.topology.pes_per_cube = 3
     with pytest.raises(ConfigError, match=r"topology\.pes_per_cube"):
         simulate.run(cfg)
+
+
+def test_an_integer_beyond_int64_fails_its_point_and_loses_no_other_row(tmp_path):
+    """One point asks for a seed of 2^64: it is an error row naming the key, and the
+    other points' rows are merged (the seed column holds text, since no int64 holds
+    2^64; before, the merge raised OverflowError and no table was written)."""
+    proc, sweep = run_sweep(
+        tmp_path,
+        *SMALL,
+        "workload.pattern=uniform",
+        "workload.seed=0,1,18446744073709551616",
+    )
+    assert proc.returncode != 0  # one point failed
+    rows = sorted(merged(sweep), key=lambda r: r["job_num"])
+    assert [r["status"] for r in rows] == ["ok", "ok", "error"]
+    assert [r["workload.seed"] for r in rows] == ["0", "1", "18446744073709551616"]
+    assert rows[2]["error"].startswith("workload.seed: 18446744073709551616 is outside")
+
+
+def test_a_column_with_an_integer_beyond_int64_is_text():
+    table = rows_to_table([{"k": 1}, {"k": 1 << 64}, {"k": -(1 << 63)}])
+    assert table.column("k").to_pylist() == ["1", str(1 << 64), str(-(1 << 63))]
+    assert rows_to_table([{"k": (1 << 63) - 1}, {"k": -(1 << 63)}]).column("k").type == "int64"
+
+
+def test_the_64_bit_limits_are_inclusive(compose_cfg):
+    """2^63 - 1 and -2^63 are int64 values: the first is a valid seed, the second
+    fails only the offset's own limit (>= 0), not the 64-bit one."""
+    validate(OmegaConf.to_object(compose_cfg("workload.seed=9223372036854775807")))
+    low = OmegaConf.to_object(compose_cfg("workload.align_offset_bytes=-9223372036854775808"))
+    with pytest.raises(ConfigError, match="-9223372036854775808 is not >= 0"):
+        validate(low)

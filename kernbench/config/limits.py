@@ -18,6 +18,7 @@ from typing import Any
 from kernbench.address.pa import MAX_CUBES, MAX_PES, MAX_SIPS
 from kernbench.config.schema import KernBenchConfig
 from kernbench.errors import ConfigError
+from kernbench.units import INT64_MAX, INT64_MIN
 
 # What get_key answers for a key the config does not have (e.g. another workload's).
 ABSENT = object()
@@ -107,11 +108,17 @@ def present(cfg: KernBenchConfig, keys: tuple[str, ...]) -> Iterator[tuple[str, 
 
 def leaf_limits(leaves: list[tuple[str, Any]]) -> None:
     """No inf or nan anywhere (every later rule and every formula assumes real
-    numbers), then the unit suffix limits (:data:`SUFFIX_RULES`), over a config's
-    leaves (:attr:`kernbench.config.flatten.Tree.leaves`)."""
+    numbers), no integer beyond 64 bits (a result column's: a larger one would stop the
+    whole table from being written), then the unit suffix limits (:data:`SUFFIX_RULES`),
+    over a config's leaves (:attr:`kernbench.config.flatten.Tree.leaves`)."""
     for key, value in leaves:
-        if isinstance(value, float) and not math.isfinite(value):
+        kind = type(value)
+        if kind is float and not math.isfinite(value):
             raise ConfigError(key, f"{value} is not a finite number")
+        if kind is int and not INT64_MIN <= value <= INT64_MAX:  # a result column's
+            raise ConfigError(
+                key, f"{value} is outside the 64-bit integers a result holds (|x| < 2^63)"
+            )
     for key, value in leaves:
         for ok, limit in _suffix_rules_of(key):
             if value is not None and not ok(value):

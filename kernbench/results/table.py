@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.results.identity import identity
+from kernbench.units import INT64_MAX, INT64_MIN
 
 RESULT_FILE = "result.parquet"
 STATUS_OK = "ok"
@@ -106,7 +107,8 @@ def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 
 def infer_type(values: Iterable[Any]) -> pa.DataType:
-    """Arrow type for one column: bool, int64, float64, string, or null if all null."""
+    """Arrow type for one column: bool, int64, float64, string, or null if all null
+    (a column with an integer beyond int64 is string)."""
     kinds = {_kind(v) for v in values if v is not None}
     if not kinds:
         return pa.null()
@@ -123,7 +125,9 @@ def _kind(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int):
-        return "int"
+        # Beyond int64 (an error row records what was asked for, however large): text,
+        # so one row never stops the table's other rows from being written.
+        return "int" if INT64_MIN <= value <= INT64_MAX else "str"
     if isinstance(value, float):
         return "float"
     return "str"
