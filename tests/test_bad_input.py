@@ -304,3 +304,17 @@ def test_the_64_bit_limits_are_inclusive(compose_cfg):
     low = OmegaConf.to_object(compose_cfg("workload.align_offset_bytes=-9223372036854775808"))
     with pytest.raises(ConfigError, match="-9223372036854775808 is not >= 0"):
         validate(low)
+
+
+@pytest.mark.parametrize("size", [-1, 0])
+def test_a_chunk_size_below_one_is_one_error_and_writes_nothing(tmp_path, size):
+    """-1 made empty chunks forever; 0 silently meant automatic sizing."""
+    proc, sweep = run_sweep(
+        tmp_path, *SMALL, "workload.seed=0,1", f"hydra.sweeper.chunk_size={size}"
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"kernbench: error: hydra.sweeper.chunk_size: {size} is not >= 1 (points per chunk;"
+        " leave it unset to size chunks automatically)"
+    ]
+    assert not sweep.exists()

@@ -35,6 +35,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
+from kernbench.errors import ConfigError
 from kernbench.sweep import callbacks, pool
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
 from kernbench.sweep.points import Chunk, PointResult, is_point_task
@@ -159,6 +160,16 @@ class FastSweeper(Sweeper):
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.hydra_context is not None
+        if self.chunk_size is not None and self.chunk_size < 1:
+            # One line and exit 1, before anything is written (a SystemExit passes
+            # through Hydra's error report, which would add lines of its own).
+            bad = ConfigError(
+                "hydra.sweeper.chunk_size",
+                f"{self.chunk_size} is not >= 1 (points per chunk; leave it unset to size"
+                " chunks automatically)",
+            )
+            print(f"kernbench: error: {bad}", file=sys.stderr)
+            raise SystemExit(1)
         batches = self.batches(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
