@@ -246,3 +246,28 @@ def test_help_and_keys_through_the_app(run_app):
     helped = run_app("--help")
     assert helped.returncode == 0 and "+experiment=bw_equivalence" in helped.stdout
     assert keys.rows() == [] and helped.rows() == []  # nothing ran
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("paths.root=", "paths.root: empty; give the directory outputs go to (default: outputs)"),
+        (
+            "paths.sweep_name=../../../X",
+            "paths.sweep_name=../../../X: not a directory name under paths.root",
+        ),
+        ("paths.sweep_name=/tmp/X", "paths.sweep_name=/tmp/X: not a directory name under"),
+        ("paths.sweep_name=a/../../X", "paths.sweep_name=a/../../X: not a directory name"),
+    ],
+)
+def test_output_locations_stay_where_they_say(override, message):
+    """An empty root wrote runs and the cache at the filesystem's root; a sweep name
+    with '..' or an absolute one wrote outside the output root."""
+    with pytest.raises(UsageError) as info:
+        check_overrides([override])
+    assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize("override", ["paths.root=/tmp/out", "paths.sweep_name=studies/bw"])
+def test_output_locations_under_the_root_are_fine(override):
+    check_overrides([override])

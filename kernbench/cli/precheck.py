@@ -9,7 +9,8 @@ accepts. :func:`precheck` reads the overrides with Hydra's own parser and, for e
 - a key must be a schema key (of the chosen workload, for ``workload.*``), else
   "did you mean" the closest ones;
 - each value (every value of a sweep) must fit the key's type: an enum's choices, an
-  int, a float, a bool.
+  int, a float, a bool; ``paths.root`` must not be empty and ``paths.sweep_name`` must
+  stay under it.
 
 A syntax error is Hydra's message on one line. ``+key=`` additions (checked by
 validation), ``~key`` deletions, ``hydra.*`` keys and range/interval sweeps are left
@@ -163,6 +164,22 @@ def _check_key(override: Override, workloads: list[str] | None) -> None:
         _check_workload_key(name, workloads)
     for value in _values(override):
         _check_type(keys[name], value)
+        _check_location(name, value)
+
+
+def _check_location(name: str, value: Any) -> None:
+    """Output locations stay where they say: ``paths.root`` is a directory (empty would
+    put runs and the cache at the filesystem's root), ``paths.sweep_name`` a name
+    under it (``..`` or an absolute path would write outside it)."""
+    if name == "paths.root" and (value is None or not str(value).strip()):
+        raise UsageError("paths.root: empty; give the directory outputs go to (default: outputs)")
+    if name == "paths.sweep_name" and isinstance(value, str) and "${" not in value:
+        parts = Path(value).parts
+        if not value.strip() or Path(value).is_absolute() or ".." in parts:
+            raise UsageError(
+                f"paths.sweep_name={value}: not a directory name under paths.root"
+                " (no '..', not absolute, not empty)"
+            )
 
 
 def workloads_with(name: str) -> list[str]:
