@@ -115,6 +115,16 @@ VALIDATION_CASES = [
         "workload.access_bytes",
         "8388608 exceeds workload.bytes_per_pe = 4194304",
     ),
+    (  # drains would outlast any time a run states (1e-300 gave sim_time_ns 1e303)
+        ["topology.cube.memory_map.hbm_channel_bw_gbs=1e-300"],
+        "topology.cube.memory_map.hbm_channel_bw_gbs",
+        "1e-300 is below 0.001 GB/s (1 MB/s)",
+    ),
+    (
+        ["topology.links.pcie_bw_gbs=0.000999"],
+        "topology.links.pcie_bw_gbs",
+        "0.000999 is below 0.001 GB/s",
+    ),
     (  # 2^64: beyond the int64 a result column holds
         ["workload.seed=18446744073709551616"],
         "workload.seed",
@@ -318,3 +328,15 @@ def test_a_chunk_size_below_one_is_one_error_and_writes_nothing(tmp_path, size):
         " leave it unset to size chunks automatically)"
     ]
     assert not sweep.exists()
+
+
+def test_a_sweep_that_selects_no_value_is_one_error_and_writes_nothing(tmp_path):
+    """glob(*) on a value key has no options to match: it was a 0-point sweep, exit 0."""
+    proc, sweep = run_sweep(tmp_path, *SMALL, "workload.seed=glob(*)")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == ["kernbench: error: workload.seed=glob(*): selects no value"]
+    assert not sweep.exists()
+
+
+def test_the_slowest_bandwidth_allowed_is_1_mb_per_s(compose_cfg):
+    validate(OmegaConf.to_object(compose_cfg("topology.links.pcie_bw_gbs=0.001")))

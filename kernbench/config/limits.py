@@ -33,6 +33,7 @@ PA_FIELD_LIMITS: dict[str, tuple[int, str]] = {
 # The largest values the model takes: beyond them drains and cycles vanish below the
 # float resolution of simulated times, and products of them overflow to inf.
 MAX_BW_GBS = 1e6  # 1 PB/s: 1 KiB drains in about 1 ps
+MIN_BW_GBS = 1e-3  # 1 MB/s: 1 GiB drains in about 1000 s, the longest time a run states
 MAX_TIME_NS = 1e12  # 1000 s of simulated time
 MAX_CLOCK_GHZ = 1e3  # 1 THz
 
@@ -40,6 +41,7 @@ MAX_CLOCK_GHZ = 1e3  # 1 THz
 SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("_bw_gbs", lambda v: v > 0, "is not > 0 (a bandwidth in GB/s)"),
     ("_bw_gbs", lambda v: v <= MAX_BW_GBS, f"exceeds {MAX_BW_GBS:g} GB/s (1 PB/s)"),
+    ("_bw_gbs", lambda v: v >= MIN_BW_GBS, f"is below {MIN_BW_GBS:g} GB/s (1 MB/s)"),
     ("_ns", lambda v: v >= 0, "is not >= 0 (a time in ns)"),
     ("_ns", lambda v: v <= MAX_TIME_NS, f"exceeds {MAX_TIME_NS:g} ns (1000 s)"),
     ("_ghz", lambda v: v > 0, "is not > 0 (a clock in GHz)"),

@@ -26,7 +26,7 @@ import logging
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn
@@ -151,25 +151,29 @@ class FastSweeper(Sweeper):
         )
 
     def batches(self, arguments: list[str]) -> list[list[list[str]]]:
-        """The points, in batches, exactly as Hydra's basic sweeper lists them."""
+        """The points, in batches, exactly as Hydra's basic sweeper lists them; a sweep
+        that selects nothing (``glob(*)`` on a value key) is one error line, exit 1."""
         from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
         lines = [f"{k}={v}" for k, v in self.params.items()] + list(arguments)
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
-        return BasicSweeper.split_arguments(parser.parse_overrides(lines), self.max_batch_size)
+        overrides = parser.parse_overrides(lines)
+        for override in overrides:
+            if (
+                override.is_sweep_override()
+                and next(override.sweep_string_iterator(), None) is None
+            ):
+                _refuse(override.input_line or override.key_or_group, "selects no value")
+        return BasicSweeper.split_arguments(overrides, self.max_batch_size)
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.hydra_context is not None
         if self.chunk_size is not None and self.chunk_size < 1:
-            # One line and exit 1, before anything is written (a SystemExit passes
-            # through Hydra's error report, which would add lines of its own).
-            bad = ConfigError(
+            _refuse(
                 "hydra.sweeper.chunk_size",
                 f"{self.chunk_size} is not >= 1 (points per chunk; leave it unset to size"
                 " chunks automatically)",
             )
-            print(f"kernbench: error: {bad}", file=sys.stderr)
-            raise SystemExit(1)
         batches = self.batches(arguments)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -232,6 +236,13 @@ class FastSweeper(Sweeper):
         if not cfg.get("cache", True):
             return None
         return str(Path(str(cfg.hydra.runtime.cwd)) / str(cfg.paths.cache_dir))
+
+
+def _refuse(key: str, message: str) -> NoReturn:
+    """One line and exit 1, before anything is written (a SystemExit passes through
+    Hydra's error report, which would add lines of its own)."""
+    print(f"kernbench: error: {ConfigError(key, message)}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def dry_run(plan: Plan, kernbench: bool) -> list[str]:
