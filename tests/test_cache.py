@@ -200,3 +200,46 @@ def test_points_that_want_more_than_metrics_are_always_simulated():
     assert must_simulate(cfg(trace=True))
     assert must_simulate(cfg(measure_speed=True))
     assert not must_simulate(cfg(measure_speed=False))
+
+
+def _forged(store, key, metrics):
+    """An entry whose checksum matches ``metrics``, whatever they hold (a list has no
+    checksum of the cache's kind: any will do)."""
+    checksum = cache_mod._checksum(metrics) if isinstance(metrics, dict) else "0" * 64
+    entry = {"key": key, "checksum": checksum, "metrics": metrics}
+    path = store.path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(entry))
+
+
+@pytest.mark.parametrize(
+    "metrics",
+    [
+        {**METRICS, "sim_time_ns": "62"},  # text for a time
+        {**METRICS, "effective_bw_gbs": math.nan},  # NaN bandwidth
+        {**METRICS, "bytes_moved": math.inf},
+        {**METRICS, "bytes_moved": True},  # a bool is not a size
+        {**METRICS, "per_pe": [1.0, 2.0]},  # not a scalar
+        [1, 2, 3],  # not a mapping
+    ],
+    ids=["text time", "nan bw", "inf bytes", "bool bytes", "list", "not a mapping"],
+)
+def test_an_entry_whose_checksum_matches_but_holds_no_result_is_recomputed(
+    tmp_path, caplog, metrics
+):
+    store, key = PointCache(tmp_path), "ab" * 32
+    _forged(store, key, metrics)
+    with caplog.at_level(logging.WARNING):
+        assert store.load(key) is None
+    assert "discarding bad entry" in caplog.text
+    assert not store.path(key).exists()
+
+
+def test_an_entry_nested_deeper_than_python_parses_is_recomputed(tmp_path):
+    """Deeply nested JSON raised RecursionError on every rerun."""
+    store, key = PointCache(tmp_path), "cd" * 32
+    path = store.path(key)
+    path.parent.mkdir(parents=True)
+    path.write_text('{"key": "x", "metrics": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert store.load(key) is None
+    assert not path.exists()

@@ -17,8 +17,11 @@ deterministic metrics and a sha256 checksum of the metrics' canonical JSON. JSON
 floats exactly (``repr`` round-trips) and, unlike a pickle, loading it runs no code: the
 cache may sit on a filesystem shared by a cluster. An entry is written to a temporary
 file in the same directory and renamed, so a reader sees a whole entry or none. A file
-that does not parse, names another key or fails its checksum (truncated, or damaged) is
-logged, removed and treated as a miss: it is recomputed, never returned.
+that does not parse (or nests deeper than Python parses), names another key, fails its
+checksum (truncated, or damaged) or holds what no ok row holds (something other than
+scalars; a time, bandwidth or size that is text, NaN or infinite) is logged, removed and
+treated as a miss: it is recomputed, never returned. (A metric missing altogether is not
+detected: the cache does not know a workload's metric names.)
 
 joblib.Memory was the first candidate; it recomputes a truncated pickle (after printing
 a traceback) but returns a damaged pickle that still loads, and keys on the function's
@@ -31,6 +34,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -40,6 +44,7 @@ from typing import Any
 import kernbench
 from kernbench.results.identity import canonical_json
 from kernbench.results.table import default_file_mode
+from kernbench.units import unit_of
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +107,9 @@ class PointCache:
             metrics = entry["metrics"]
             if entry["key"] != key or entry["checksum"] != _checksum(metrics):
                 raise ValueError("key or checksum does not match")
-        except (ValueError, KeyError, TypeError) as exc:  # JSONDecodeError is a ValueError
+            _check_metrics(metrics)
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # JSONDecodeError
+            # is a ValueError; RecursionError: JSON nested deeper than Python parses
             log.warning("point cache: discarding bad entry %s (%s); recomputing", path, exc)
             path.unlink(missing_ok=True)
             return None
@@ -136,6 +143,24 @@ def _write_atomic(path: Path, entry: dict[str, Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _check_metrics(metrics: Any) -> None:
+    """Raise ValueError unless ``metrics`` could be an ok row's: a mapping of names to
+    plain scalars, and every value named with a unit (a time, a bandwidth, bytes) a
+    finite number. The checksum only says the file is whole; this says what it holds
+    is a result (a bad one is discarded, never served)."""
+    if not isinstance(metrics, dict):
+        raise ValueError(f"metrics are a {type(metrics).__name__}, not a mapping")
+    for name, value in metrics.items():
+        if not _storable(value):
+            raise ValueError(f"metric {name} is {value!r}")
+        if unit_of(name) and not _finite_number(value):
+            raise ValueError(f"metric {name} ({unit_of(name)}) is {value!r}, not a number")
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _storable(value: Any) -> bool:
