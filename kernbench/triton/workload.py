@@ -10,6 +10,7 @@ between any output element and the torch reference.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ from kernbench.triton.cases import CASES, Case
 from kernbench.triton.grid import MAPPINGS
 
 CaseFn = Callable[[Accelerator, TritonWorkloadConfig], Case]
+# An importable module's name: dotted identifiers (never a path).
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
 def case_function(kernel: str) -> CaseFn:
@@ -29,7 +32,7 @@ def case_function(kernel: str) -> CaseFn:
     if kernel in CASES:
         return CASES[kernel]
     module_name, sep, fn_name = kernel.partition(":")
-    if not sep or not module_name or not fn_name:
+    if not sep or not _MODULE.fullmatch(module_name) or not fn_name.isidentifier():
         raise ConfigError(
             "workload.kernel", f"{kernel!r} is not one of {sorted(CASES)} nor 'pkg.module:fn'"
         )
@@ -48,10 +51,16 @@ def case_function(kernel: str) -> CaseFn:
 
 # Keys that become a tl.arange length or a block shape: Triton needs powers of two.
 POWER_OF_TWO = ("block_size", "block_m", "block_n", "block_k")
+# Tensor sizes: a tensor of no element (or fewer) is not a kernel's input.
+SIZES = ("size", "rows", "cols", "m", "n", "k", "num_heads", "num_kv_heads", "seq_len", "head_dim")
 
 
 def check(w: TritonWorkloadConfig, n_pes: int) -> None:
     """The Triton workload's own keys (one error naming the key and the allowed values)."""
+    for key in SIZES:
+        value = getattr(w, key)
+        if value < 1:
+            raise ConfigError(f"workload.{key}", f"{value} is not >= 1 (a tensor size)")
     for key in POWER_OF_TWO:
         value = getattr(w, key)
         if value < 1 or value & (value - 1):
