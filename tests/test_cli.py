@@ -271,3 +271,29 @@ def test_output_locations_stay_where_they_say(override, message):
 @pytest.mark.parametrize("override", ["paths.root=/tmp/out", "paths.sweep_name=studies/bw"])
 def test_output_locations_under_the_root_are_fine(override):
     check_overrides([override])
+
+
+def _presets(tmp_path):
+    """A user's own preset directory, as Hydra users add one with hydra.searchpath."""
+    (tmp_path / "presets" / "experiment").mkdir(parents=True)
+    (tmp_path / "presets" / "experiment" / "mine.yaml").write_text(
+        "# @package _global_\nworkload:\n  bytes_per_pe: 65536\n"
+    )
+    return f"hydra.searchpath=[file://{tmp_path / 'presets'}]"
+
+
+def test_a_users_preset_on_the_search_path_is_an_option(tmp_path):
+    """The precheck knew only conf/ and refused +experiment=mine ("no such option")."""
+    search = _presets(tmp_path)
+    check_overrides(["+experiment=mine", search])
+    with pytest.raises(UsageError, match=r"experiment options: .*mine.*; did you mean mine\?"):
+        check_overrides(["+experiment=mien", search])
+    with pytest.raises(UsageError, match="experiment=mine: no such option"):
+        check_overrides(["+experiment=mine"])  # without the search path it is not there
+
+
+def test_a_run_with_a_users_preset_uses_it(run_app, tmp_path):
+    run = run_app("+experiment=mine", _presets(tmp_path), "topology=small", "pe_cost_model=zero")
+    assert run.returncode == 0, run.stderr
+    [row] = run.rows()
+    assert row["status"] == "ok" and row["workload.bytes_per_pe"] == 65536

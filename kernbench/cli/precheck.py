@@ -4,8 +4,9 @@ Hydra answers a mistyped key (``workload.acess_bytes=4096``) with advice to add 
 with ``+`` and 4-11 lines; an internal schema node (``workload=base_stream``) it
 accepts. :func:`precheck` reads the overrides with Hydra's own parser and, for each:
 
-- a group option (``workload=``, ``topology=`` ...) must be one of the group's options,
-  not a hidden ``base_*`` schema node; a study preset needs ``+experiment=``;
+- a group option (``workload=``, ``topology=`` ...) must be one of the group's options
+  (``conf/`` and any ``hydra.searchpath`` directory), not a hidden ``base_*`` schema
+  node; a study preset needs ``+experiment=``;
 - a key must be a schema key (of the chosen workload, for ``workload.*``), else
   "did you mean" the closest ones;
 - each value (every value of a sweep) must fit the key's type: an enum's choices, an
@@ -52,12 +53,15 @@ def check_overrides(overrides: Sequence[str]) -> None:
     except OverrideParseException as exc:  # Hydra's grammar: its words, on one line
         raise UsageError(" ".join(str(exc).split())) from None
     workloads = _chosen_workloads(parsed)
+    searched = _searched_options(parsed)
     for override in parsed:
         name = override.key_or_group
         if name.startswith("hydra") or override.is_delete() or override.package:
             continue
-        if name in group_options():
-            _check_group(override)
+        if searched is None and "." not in name:
+            continue  # a pkg:// search path: its groups are Hydra's to check
+        if name in group_options() or name in (searched or {}):
+            _check_group(override, (searched or {}).get(name, []))
             _check_group_keys(override, workloads)
         elif not override.is_add() and not override.is_force_add():
             _check_key(override, workloads)
@@ -93,14 +97,33 @@ def _values(override: Override) -> list[Any]:
     return [] if override.is_sweep_override() else [value]
 
 
-def _check_group(override: Override) -> None:
+def _searched_options(parsed: list[Override]) -> dict[str, list[str]] | None:
+    """Group options in the directories of ``hydra.searchpath=[...]`` (a user's own
+    presets, as Hydra users add them), by group; None when a search path is not a
+    directory this process can read (``pkg://``): then group options are not checked."""
+    found: dict[str, list[str]] = {}
+    for override in parsed:
+        if override.key_or_group != "hydra.searchpath":
+            continue
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            text = str(entry)
+            if text.startswith("pkg://"):
+                return None
+            root = Path(text.removeprefix("file://"))
+            for group in (d for d in root.glob("*") if d.is_dir()):
+                found.setdefault(group.name, []).extend(p.stem for p in group.glob("*.yaml"))
+    return found
+
+
+def _check_group(override: Override, searched: list[str]) -> None:
     group = override.key_or_group
+    options = sorted({*group_options().get(group, []), *searched})
     if group == EXPERIMENT_GROUP and not (override.is_add() or override.is_force_add()):
         raise UsageError(
             f"experiment={override.value()}: a study preset is added, not chosen: write"
-            f" +experiment=<name> (presets: {', '.join(group_options()[group])})"
+            f" +experiment=<name> (presets: {', '.join(options)})"
         )
-    options = group_options()[group]
     for value in _values(override):
         if str(value) not in options:
             hint = did_you_mean(str(value), options)
