@@ -182,53 +182,6 @@ def test_killed_sweep_reruns_only_what_is_new(tmp_path):
     assert stable(rows) == stable(fresh)
 
 
-# 16 shapes: the sweeper composes for over a second (its workers already forked, idle).
-MANY_SHAPES = (
-    "address=pa,va",
-    "topology=small,default",
-    "channel_mapping=n_to_one,one_to_one",
-    "workload=stream,gqa_opt2",
-)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("when", ["planning", "running"])
-def test_ctrl_c_stops_the_sweep_with_one_traceback(tmp_path, when):
-    """Ctrl-C (SIGINT to the whole process group), while the sweeper composes the
-    points (its workers idle) or while points run: the sweep stops, exits non-zero,
-    prints one traceback (the sweep's, as Hydra prints it; none from the workers) and
-    leaves no process behind."""
-    grid = MANY_SHAPES if when == "planning" else SLOW_GRID
-    proc = subprocess.Popen(
-        command(tmp_path / when, *grid, "cache=false"),
-        cwd=tmp_path,
-        env=environment(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    log = tmp_path / when / "points.log"
-    deadline = time.monotonic() + 60
-    while proc.poll() is None and time.monotonic() < deadline:
-        if when == "planning" and group_size(proc.pid) >= 3 and not log.exists():
-            break  # the workers are forked; no point has started
-        if when == "running" and log.exists() and re.search(r"^#\d", log.read_text(), re.M):
-            break  # a point has ended; others run
-        time.sleep(0.01)
-    assert proc.poll() is None, "the sweep ended before it could be interrupted"
-    os.killpg(proc.pid, signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert stderr.count("Traceback") == 1, stderr[-2000:]
-    assert "Process ForkProcess" not in stderr
-    gone = time.monotonic() + 5  # nothing of its process group is left (reaped by then)
-    while group_size(proc.pid) and time.monotonic() < gone:
-        time.sleep(0.05)
-    assert group_size(proc.pid) == 0
-    assert not (tmp_path / when / MERGED_FILE).exists()
-
-
 def group_size(pgid: int) -> int:
     """Processes in process group ``pgid`` (from /proc: the 5th field of stat)."""
     count = 0

@@ -79,6 +79,7 @@ class Chunk:
     cache_dir: str | None = None  # absolute; None with cache=false
     kernbench: bool = True
     typed: bytes | None = None  # the shape's typed object, pickled (kernbench.sweep.typed)
+    parent: tuple[str, int] | None = None  # the sweeping process: (host name, pid)
 
 
 @dataclass
@@ -123,10 +124,13 @@ def run_chunk(
     task: Callable[..., Any] | None = None,
     context: Any = None,
     after: Callable[[PointResult], None] | None = None,
+    halted: Callable[[], bool] | None = None,
 ) -> list:
     """Run every point of ``chunk`` in order; ``task`` and ``context`` (Hydra's task
     function and HydraContext) are needed by the generic path only; ``after`` sees
-    each point's result as it ends (a cluster task marks its progress with it).
+    each point's result as it ends (a cluster task marks its progress with it). Once
+    ``halted()`` is true (the sweep was told to stop) the chunk ends after the point or
+    batch running, with the results it has.
 
     kernbench's points run in batches (:func:`batch_size`): their configs built and
     validated, then their simulations, then their rows made, each phase in a row
@@ -138,14 +142,17 @@ def run_chunk(
             after(result)
         results.append(result)
 
+    halted = halted or (lambda: False)
     if not chunk.kernbench:
         for point in chunk.points:
+            if halted():
+                break
             done(run_hydra_job(chunk, point, task, context))
         return results
     global _recent_point_s
     configs = PointConfigs(chunk)
     first = 0
-    while first < len(chunk.points):
+    while first < len(chunk.points) and not halted():
         points = chunk.points[first : first + batch_size(_recent_point_s)]
         first += len(points)
         ahead = {point.num: configs.prepare(point) for point in points}

@@ -23,6 +23,12 @@ A worker that dies (killed, out of memory, a crash in native code) breaks the po
 every chunk in flight. Those chunks are then rerun one point at a time in a fresh
 one-worker pool, so each point either gets its row or, if it is the one that kills its
 worker, an error row saying so: one bad point never loses the others' rows.
+
+Chunks are handed out as workers free up (two per worker in flight), so a stop request
+(:mod:`kernbench.sweep.stop`) leaves nothing queued: workers end their chunk after the
+point they are running (they poll a shared event between batches), points still
+running after ``stop.GRACE_S`` are abandoned, and the workers are killed. Workers ignore
+Ctrl-C (the sweeping process decides) and exit on their own if it dies.
 """
 
 from __future__ import annotations
@@ -38,11 +44,14 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
 
+from kernbench.sweep import stop
 from kernbench.sweep.points import Chunk, PointResult, run_chunk, warm_up
 
 OnResult = Callable[[PointResult], None]
 # (task function, HydraContext, the task config each worker warms up on, or None)
 _WORKER_STATE: tuple[Any, Any, Any] = (None, None, None)
+_HALT: Any = None  # in a worker: the pool's event that says "end your chunk now"
+IN_FLIGHT_PER_WORKER = 2  # chunks handed out per worker: one running, one queued
 
 
 def worker_count(n_jobs: int | None) -> int:
@@ -60,10 +69,18 @@ class LocalPool:
     With a ``warm`` task config, the parent warms up on it before forking (the workers
     inherit what that loads) and each worker again as it starts."""
 
-    def __init__(self, n_workers: int, task: Any, context: Any, warm: Any = None) -> None:
+    def __init__(
+        self,
+        n_workers: int,
+        task: Any,
+        context: Any,
+        warm: Any = None,
+        request: stop.StopRequest | None = None,
+    ) -> None:
         self.n_workers = n_workers
         self.task, self.context, self.warm = task, context, warm
-        self._pool: ProcessPoolExecutor | None = None
+        self.request = request or stop.StopRequest()
+        self._pool: _Pool | None = None
 
     def start(self) -> None:
         """Fork the workers now (with ``fork``, the first submit starts every worker)."""
@@ -90,10 +107,12 @@ class LocalPool:
         self.start()
         first, self._pool = self._pool, None
         try:
-            broken = _round(first, chunks, on_result)
+            broken = _round(first, chunks, on_result, self.request)
             singles = [replace(c, points=[p]) for c in broken for p in c.points]
             for chunk in singles:  # one at a time, so a crash names its own point
-                if _round(_started(1), [chunk], on_result):
+                if self.request.requested:
+                    break
+                if _round(_started(1), [chunk], on_result, self.request):
                     on_result(_died(chunk))
         finally:
             gc.unfreeze()
@@ -106,78 +125,146 @@ def run_chunks(
     LocalPool(n_workers, task, context).run(chunks, on_result)
 
 
-def _round(pool: ProcessPoolExecutor, chunks: Iterable[Chunk], on_result: OnResult) -> list[Chunk]:
-    """Run ``chunks`` in ``pool`` (shut down on return); return those lost to a dead
-    worker."""
+def _round(
+    pool: _Pool,
+    chunks: Iterable[Chunk],
+    on_result: OnResult,
+    request: stop.StopRequest,
+) -> list[Chunk]:
+    """Run ``chunks`` in ``pool`` (shut down on return), handing them out as workers
+    free up, until they are done or ``request`` says stop; return those lost to a dead
+    worker (none once stopping: they are abandoned, not rerun)."""
     broken: list[Chunk] = []
-    with pool:
-        pending: dict[Future, Chunk] = {pool.submit(_work, c): c for c in chunks}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                chunk = pending.pop(future)
-                try:
-                    results = future.result()
-                except BrokenProcessPool:
-                    broken.append(chunk)
-                    continue
-                except Exception as exc:  # the chunk itself failed (e.g. unpicklable)
-                    results = [_failed(chunk, p.num, exc) for p in chunk.points]
-                for result in results:
-                    on_result(result)
+    todo = iter(chunks)
+    pending: dict[Future, Chunk] = {}
+    ahead = IN_FLIGHT_PER_WORKER * pool._max_workers
+    try:
+        with request.on_exit(lambda: _kill(pool)):
+            while True:
+                while not request.requested and len(pending) < ahead:
+                    chunk = next(todo, None)
+                    if chunk is None:
+                        break
+                    pending[pool.submit(_work, chunk)] = chunk
+                if not pending:
+                    break
+                if request.requested:
+                    _halt(pool, pending, on_result)
+                    return []
+                done, _ = wait(pending, timeout=stop.POLL_S, return_when=FIRST_COMPLETED)
+                for future in done:
+                    chunk = pending.pop(future)
+                    try:
+                        results = future.result()
+                    except BrokenProcessPool:
+                        broken.append(chunk)
+                        continue
+                    except Exception as exc:  # the chunk itself failed (e.g. unpicklable)
+                        results = [_failed(chunk, p.num, exc) for p in chunk.points]
+                    for result in results:
+                        on_result(result)
+    except BaseException:  # KeyboardInterrupt where no handler is installed (launch API)
+        _kill(pool)
+        raise
+    pool.shutdown()
     return broken
+
+
+def _halt(pool: _Pool, pending: dict[Future, Chunk], on_result: OnResult) -> None:
+    """Stop in order: chunks not started are dropped, running ones end after their
+    current point (their finished points reach ``on_result``), and whatever still runs
+    after ``stop.GRACE_S`` is abandoned with its worker."""
+    pool.halt.set()
+    for future in pending:
+        future.cancel()
+    running = [f for f in pending if not f.cancelled()]
+    done, _ = wait(running, timeout=stop.GRACE_S)
+    for future in done:
+        with contextlib.suppress(Exception):  # a worker that died meanwhile: abandoned
+            for result in future.result():
+                on_result(result)
+    _kill(pool)
+
+
+def _kill(pool: ProcessPoolExecutor) -> None:
+    """End every worker of ``pool`` now and let its threads go (no waiting on a
+    worker: ProcessPoolExecutor keeps its processes in ``_processes``)."""
+    processes = list((pool._processes or {}).values())
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.join(stop.GRACE_S)
 
 
 def _ready() -> None:
     """The no-op task that makes a pool fork its workers."""
 
 
-def _started(n_workers: int) -> ProcessPoolExecutor:
+def _started(n_workers: int) -> _Pool:
     """A pool with its workers forked (with ``fork``, the first submit forks them all),
     Ctrl-C held back meanwhile: a worker must not take it before :func:`_start_worker`
     ignores it, nor the parent inside the pool's start-up, half done (its manager
     thread then kept the interpreter from exiting). A Ctrl-C pressed meanwhile reaches
     the parent once the pool is whole."""
-    with _ctrl_c_held():
-        pool = ProcessPoolExecutor(n_workers, mp_context=_context(), initializer=_start_worker)
+    context = _context()
+    halt = context.Event()
+    with _signals_held():
+        pool = _Pool(
+            n_workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(os.getpid(), halt),
+        )
+        pool.halt = halt
         pool.submit(_ready)
     return pool
 
 
+class _Pool(ProcessPoolExecutor):
+    """A process pool with the event that tells its workers to end their chunks."""
+
+    halt: Any = None
+
+
 @contextlib.contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """SIGINT blocked in this thread (and in the threads and processes it starts)."""
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM blocked in this thread (and in the threads and processes it
+    starts); one that arrives meanwhile is delivered when the block ends."""
     if not hasattr(signal, "pthread_sigmask"):  # Windows: spawned workers, no mask
         yield
         return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    held = set(stop.STOP_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
 
 
-def _start_worker() -> None:
-    """Ctrl-C reaches the whole process group. A worker waiting for a chunk (during
-    the parent's planning, say) ignores it: the parent stops the sweep and then its
-    workers, and the terminal shows one traceback, not one per worker too. (It starts
-    with SIGINT blocked, :func:`_started`: ignored, then unblocked, one pressed
-    meanwhile is dropped.) Then the warm-up (the module's docstring says why)."""
+def _start_worker(parent: int, halt: Any) -> None:
+    """Ctrl-C reaches the whole process group; a worker ignores it (the sweeping
+    process stops the sweep, :mod:`kernbench.sweep.stop`) and takes SIGTERM's default.
+    It starts with both blocked (:func:`_started`): handlers set, then unblocked, a
+    SIGINT pressed meanwhile is dropped. It exits if its parent dies
+    (:func:`stop.watch_parent`). Then the warm-up (the module's docstring says why)."""
+    global _HALT
+    _HALT = halt
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, set(stop.STOP_SIGNALS))
+    stop.watch_parent(stop.child_of(parent))
     warm_up(_WORKER_STATE[2])
 
 
 def _work(chunk: Chunk) -> list[PointResult]:
-    """Run a chunk in a worker; Ctrl-C interrupts it (and reaches the parent as the
-    chunk's exception), while between chunks the worker ignores it."""
+    """Run a chunk in a worker, ending it early (after the point running) once the
+    pool's halt event is set."""
     task, context, _ = _WORKER_STATE
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return run_chunk(chunk, task, context)
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    halted = _HALT.is_set if _HALT is not None else None
+    return run_chunk(chunk, task, context, halted=halted)
 
 
 def _context() -> Any:

@@ -140,15 +140,22 @@ def start_sweep(sweep_dir: Path, total: int | None, now: float | None = None) ->
 def mark_done(sweep_dir: Path, job_num: int) -> None:
     """Mark point ``job_num`` finished, where it ran (a job, a chunk task): a marker
     file, so a point finished twice (a retried job) still counts once."""
-    done_dir = sweep_dir / STATE_DIR / _DONE_DIR
-    done_dir.mkdir(parents=True, exist_ok=True)
-    (done_dir / str(job_num)).touch()
+    mark = done_mark(sweep_dir, job_num)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.touch()
+
+
+def done_mark(sweep_dir: Path, job_num: int) -> Path:
+    """The file that marks point ``job_num`` finished."""
+    return sweep_dir / STATE_DIR / _DONE_DIR / str(job_num)
 
 
 def count_done(sweep_dir: Path) -> int:
     """The points marked finished so far."""
     done_dir = sweep_dir / STATE_DIR / _DONE_DIR
-    return sum(1 for _ in done_dir.iterdir()) if done_dir.is_dir() else 0
+    if not done_dir.is_dir():
+        return 0
+    return sum(not mark.name.startswith(".") for mark in done_dir.iterdir())  # . : partial
 
 
 def finish_point(sweep_dir: Path, job_num: int, now: float | None = None) -> str:

@@ -11,16 +11,25 @@ own config once (~90 ms per task, not per point); its ``.hydra/`` files and log 
 
 Launchers hand back every task's return value at once, when the last task ends. So
 that the sweep's bar moves meanwhile, each task marks its points as they end, as the
-stock path's jobs do (``progress.mark_done``: ``<sweep>/.kernbench/done/<job_num>``),
-and this process counts the marks every second while it waits (:class:`FinishedWatch`).
+stock path's jobs do (``<sweep>/.kernbench/done/<job_num>``), and this process counts
+the marks every second while it waits (:class:`FinishedWatch`). A mark holds the point's
+result: a sweep told to stop (:mod:`kernbench.sweep.stop`) cannot wait for the launcher
+to hand results back, so it merges the points its jobs finished from their marks. A
+chunk job on the sweeping process's machine ignores Ctrl-C (the sweeper decides) and
+ends if that process does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
 import pickle
+import signal
+import socket
+import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +37,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.utils import JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from kernbench.sweep import progress
+from kernbench.sweep import progress, stop
 from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
 
 CHUNKS_DIR = Path(".kernbench") / "chunks"
@@ -54,7 +63,7 @@ class ChunkJobs:
             hydra_context=self.context, task_function=run_chunk_job, config=self.job_config()
         )
         on_count = getattr(on_result, "progress", None)  # Gather's: the bar's
-        with FinishedWatch(self.sweep_dir, on_count):
+        with FinishedWatch(self.sweep_dir, on_count), _ctrl_c_kept_from_children():
             returns = self.launcher.launch([[] for _ in chunks], initial_job_idx=0)
         for chunk, ret in zip(chunks, returns, strict=True):
             for result in _results(chunk, ret):
@@ -75,11 +84,54 @@ class ChunkJobs:
 
 def run_chunk_job(cfg: DictConfig) -> list[PointResult]:
     """The task function of a chunk job: run chunk ``hydra.job.num`` of this sweep,
-    marking each point done as it ends."""
+    marking each point done as it ends. On the sweeping process's own machine
+    (``submitit_local``, a local Ray cluster, joblib) the job ends if that process
+    does: a cluster job (another host) runs on, as the cluster's own jobs do."""
     hydra = HydraConfig.get()
     sweep_dir = Path(hydra.sweep.dir)
     chunk: Chunk = pickle.loads((sweep_dir / CHUNKS_DIR / f"{hydra.job.num}.pkl").read_bytes())
-    return run_chunk(chunk, after=lambda result: progress.mark_done(sweep_dir, result.num))
+    if chunk.parent is not None and chunk.parent[0] == socket.gethostname():
+        stop.watch_parent(stop.process_alive(chunk.parent[1]))
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the sweeper's to handle
+    return run_chunk(chunk, after=lambda result: mark_finished(sweep_dir, result))
+
+
+def abandon_jobs() -> None:
+    """After a stop, end what the launcher left running on this machine: a local Ray
+    cluster this process started is shut down, and every process this one started
+    that is still alive then (submitit's controllers and jobs, Ray's agents, which
+    otherwise outlived their cluster by seconds) is killed."""
+    started = stop.descendants(os.getpid())
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+    for pid in started:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def mark_finished(sweep_dir: Path, result: PointResult) -> None:
+    """Mark a point done (the bar's progress) with its result in the mark, so that a
+    sweep stopped before the launcher hands results back still merges it
+    (:func:`finished`). Written whole, by rename."""
+    mark = progress.done_mark(sweep_dir, result.num)
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    partial = mark.with_name(f".{mark.name}.{os.getpid()}")
+    partial.write_bytes(pickle.dumps(result))
+    os.replace(partial, mark)
+
+
+def finished(sweep_dir: Path, nums: set[int]) -> list[PointResult]:
+    """The results marked by :func:`mark_finished` for points ``nums``, by job number."""
+    results = []
+    for num in sorted(nums):
+        with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError):
+            result = pickle.loads(progress.done_mark(sweep_dir, num).read_bytes())
+            if isinstance(result, PointResult) and result.num == num:
+                results.append(result)
+    return results
 
 
 class FinishedWatch:
@@ -93,8 +145,7 @@ class FinishedWatch:
         self.thread = threading.Thread(target=self._watch, name="kernbench-progress", daemon=True)
 
     def __enter__(self) -> FinishedWatch:
-        if self.on_count is not None:
-            self.thread.start()
+        self.thread.start()  # also the thread that takes Ctrl-C meanwhile (see below)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -104,7 +155,26 @@ class FinishedWatch:
 
     def _watch(self) -> None:
         while not self.stop.wait(WATCH_S):
-            self.on_count(progress.count_done(self.sweep_dir))
+            if self.on_count is not None:
+                self.on_count(progress.count_done(self.sweep_dir))
+
+
+@contextlib.contextmanager
+def _ctrl_c_kept_from_children() -> Iterator[None]:
+    """SIGINT blocked in the main thread while the launcher starts its processes
+    (submitit's local controllers, a local Ray cluster), which inherit the mask: a
+    Ctrl-C to the process group reaches this process alone, through a thread that
+    does not block it (:class:`FinishedWatch`'s), and Python runs the sweeper's
+    handler in the main thread as for any signal (:mod:`kernbench.sweep.stop`).
+    Otherwise each of those processes printed its own KeyboardInterrupt traceback."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _results(chunk: Chunk, ret: Any) -> list[PointResult]:

@@ -18,6 +18,7 @@ Given a :class:`~kernbench.sweep.plan.Plan`, this module
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +31,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
+from kernbench.sweep import stop
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
 from kernbench.sweep.plan import Plan, Point
 from kernbench.sweep.points import Chunk, PointResult
@@ -155,12 +157,30 @@ def _stamp(t: float) -> str:
     return datetime.fromtimestamp(t).isoformat(timespec="microseconds")
 
 
-def run_plan(plan: Plan, chunks: Iterable[Chunk], sweep_dir: Path, run: RunChunks) -> Gather:
-    """Run every chunk with ``run`` and gather the results (closed on return)."""
+def run_plan(
+    plan: Plan,
+    chunks: Iterable[Chunk],
+    sweep_dir: Path,
+    run: RunChunks,
+    request: stop.StopRequest,
+    polled: bool,
+) -> Gather:
+    """Run every chunk with ``run`` and gather the results (closed on return), until
+    ``request`` says stop. ``polled``: ``run`` watches the request itself and returns
+    with what is done (local workers); otherwise (another launcher, which waits for all
+    its jobs) the signal interrupts it, and the points its jobs finished are read from
+    their marks (:func:`kernbench.sweep.remote.finished`)."""
     overrides = {p.num: p.overrides for p in plan.points}
     gather = Gather(sweep_dir, len(plan.points), overrides)
     try:
-        run(chunks, gather)
+        with request.polled() if polled else contextlib.nullcontext():
+            run(chunks, gather)
+    except stop.Interrupted:
+        from kernbench.sweep.remote import abandon_jobs, finished
+
+        for result in finished(sweep_dir, set(overrides) - set(gather.results)):
+            gather(result)
+        abandon_jobs()
     finally:
         gather.close()
     return gather

@@ -23,6 +23,8 @@ sends it chunks as jobs (:mod:`kernbench.sweep.remote`): one task per
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -36,7 +38,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import ConfigError
-from kernbench.sweep import callbacks, pool
+from kernbench.sweep import callbacks, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
 from kernbench.sweep.points import Chunk, PointResult, is_point_task
 from kernbench.sweep.run import (
@@ -72,12 +74,20 @@ class FastLauncher(Launcher):
     def workers(self) -> int:
         return pool.worker_count(self.n_jobs)
 
-    def start_workers(self, points: int, warm: DictConfig | None = None) -> None:
+    def start_workers(
+        self,
+        points: int,
+        warm: DictConfig | None = None,
+        request: stop.StopRequest | None = None,
+    ) -> None:
         """Fork the workers now (no more than there are ``points``), for the chunks
-        :meth:`run_chunks` will be given; each warms up on the ``warm`` task config."""
+        :meth:`run_chunks` will be given; each warms up on the ``warm`` task config.
+        They stop in order when ``request`` fires (:mod:`kernbench.sweep.stop`)."""
         if self.pool is None:
             workers = max(1, min(self.workers, points))
-            self.pool = pool.LocalPool(workers, self.task_function, self.hydra_context, warm)
+            self.pool = pool.LocalPool(
+                workers, self.task_function, self.hydra_context, warm, request
+            )
         self.pool.start()
 
     def stop_workers(self) -> None:
@@ -175,21 +185,31 @@ class FastSweeper(Sweeper):
                 " chunks automatically)",
             )
         batches = self.batches(arguments)
+        jobs = [job for batch in batches for job in batch]
+        with stop.handled() as request:
+            try:
+                return self._sweep(batches, jobs, request)
+            except stop.Interrupted:  # told to stop before any point ran
+                stop.report(request, 0, len(jobs), self.cache_dir() is not None)
+                raise SystemExit(request.exit_status) from None
+
+    def _sweep(
+        self, batches: list[list[list[str]]], jobs: list[list[str]], request: stop.StopRequest
+    ) -> Any:
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-        jobs = [job for batch in batches for job in batch]
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
         try:
             if local and not self.dry_run:  # workers start while the points are composed
-                self.launcher.start_workers(len(jobs), without_hydra(self.config))
+                self.launcher.start_workers(len(jobs), without_hydra(self.config), request)
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
             if self.dry_run:
                 return dry_run(plan, is_point_task(self.task_function))
             screen(plan)
             if not is_point_task(self.task_function):
                 return self.launch_batches(batches)
-            return self.run_points(plan, sweep_dir)
+            return self.run_points(plan, sweep_dir, request)
         finally:
             if local:
                 self.launcher.stop_workers()
@@ -208,13 +228,15 @@ class FastSweeper(Sweeper):
             returns.append(results)
         return returns
 
-    def run_points(self, plan: Plan, sweep_dir: Path) -> list[str]:
-        """kernbench's task: every point in chunks, then ``results.parquet``."""
+    def run_points(self, plan: Plan, sweep_dir: Path, request: stop.StopRequest) -> list[str]:
+        """kernbench's task: every point in chunks, then ``results.parquet``. Told to
+        stop meanwhile, it merges the points done, says so in one line and exits with
+        the signal's status (:mod:`kernbench.sweep.stop`)."""
         assert self.config is not None and self.launcher is not None
         for shape in range(len(plan.shapes)):  # per-shape work, done before points start
             plan.typed_base(shape)
         write_records(plan, self.config, sweep_dir)
-        base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir()}
+        base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir(), "parent": parent()}
         if isinstance(self.launcher, FastLauncher):
             sizes = guided_sizes(self.launcher.workers)
             runner = self.launcher.run_chunks
@@ -225,7 +247,16 @@ class FastSweeper(Sweeper):
             runner = ChunkJobs(self.launcher, self.config, self.hydra_context, sweep_dir)
         if self.chunk_size:
             sizes = fixed_sizes(self.chunk_size)
-        gather = run_plan(plan, make_chunks(plan, sizes, base), sweep_dir, runner)
+        chunks = make_chunks(plan, sizes, base)
+        local = isinstance(self.launcher, FastLauncher)
+        gather = run_plan(plan, chunks, sweep_dir, runner, request, polled=local)
+        if request.requested:
+            if gather.rows:
+                gather.merge()
+            stop.report(request, len(gather.results), len(plan.points), bool(base["cache_dir"]))
+            if not local:  # a launcher's threads, interrupted mid-wait, may not exit cleanly
+                stop.leave(request.exit_status)
+            raise SystemExit(request.exit_status)
         outcome = gather.merge()
         callbacks.record_outcome(outcome, sweep_dir)
         return [gather.results[p.num].status for p in plan.points]
@@ -236,6 +267,11 @@ class FastSweeper(Sweeper):
         if not cfg.get("cache", True):
             return None
         return str(Path(str(cfg.hydra.runtime.cwd)) / str(cfg.paths.cache_dir))
+
+
+def parent() -> tuple[str, int]:
+    """This machine and process, for chunk jobs to watch (:mod:`kernbench.sweep.stop`)."""
+    return socket.gethostname(), os.getpid()
 
 
 def _refuse(key: str, message: str) -> NoReturn:

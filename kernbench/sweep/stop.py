@@ -1,0 +1,193 @@
+"""Stopping a sweep when told (Ctrl-C, SIGTERM), and workers that never outlive it.
+
+The sweeping process handles SIGINT and SIGTERM itself (:func:`handled`); its workers
+ignore SIGINT, which a terminal sends to the whole process group, so that one process
+decides. The first signal is recorded in a :class:`StopRequest`:
+
+- while the sweep composes its points it raises :class:`Interrupted` there (nothing
+  has run; the sweep reports that and exits);
+- while points run, the run loop polls it (:data:`POLL_S`): no chunk is handed out
+  after it, workers end their chunk after the point they are running, points still
+  running after :data:`GRACE_S` are abandoned (their workers killed), and the rows of
+  every finished point are merged. The exit status is 128 + the signal's number, as a
+  shell reports a process a signal ended: 130 for SIGINT, 143 for SIGTERM.
+
+A second signal leaves at once: the workers are killed and the process exits with the
+same status, merging nothing (finished points are in the point cache).
+
+However the sweeping process ends, SIGKILL included, its workers end too: each runs a
+:func:`watch_parent` thread that exits the worker within :data:`WATCH_S` of its parent
+being gone. (A worker blocked writing its result to a parent that no longer reads, or
+holding the caller's stdout, would otherwise live forever.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import NoReturn
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+POLL_S = 0.05  # how often the run loop looks for a stop request while it waits
+GRACE_S = 0.8  # how long points already running may take to end once told to stop
+WATCH_S = 0.5  # how often a worker checks that its parent is alive
+ORPHAN_EXIT = 70  # a worker's exit status when its parent is gone
+
+
+class Interrupted(BaseException):
+    """The first stop signal, raised while the sweep is not running points. A
+    BaseException (as KeyboardInterrupt), so no ``except Exception`` swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopRequest:
+    """Whether, and by which signal, the sweep was told to stop."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.raising = True  # raise Interrupted on the first signal (see polled())
+        self._on_exit: list[Callable[[], None]] = []
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal's number (130 for SIGINT, 143 for SIGTERM)."""
+        assert self.signum is not None
+        return 128 + self.signum
+
+    @contextlib.contextmanager
+    def polled(self) -> Iterator[None]:
+        """While points run, the first signal is only recorded: the run loop polls
+        :attr:`requested` and stops in order."""
+        self.raising = False
+        try:
+            yield
+        finally:
+            self.raising = True
+
+    @contextlib.contextmanager
+    def on_exit(self, kill: Callable[[], None]) -> Iterator[None]:
+        """Call ``kill`` (end the workers) if a second signal exits the process
+        meanwhile."""
+        self._on_exit.append(kill)
+        try:
+            yield
+        finally:
+            self._on_exit.remove(kill)
+
+    def handle(self, signum: int, frame: object) -> None:
+        """The signal handler (main thread)."""
+        if self.signum is not None:  # told twice: leave now
+            for kill in list(self._on_exit):
+                with contextlib.suppress(Exception):
+                    kill()
+            os.write(2, b"\nkernbench: interrupted again: stopped at once\n")
+            os._exit(128 + signum)
+        self.signum = signum
+        if self.raising:
+            raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def handled() -> Iterator[StopRequest]:
+    """SIGINT and SIGTERM recorded in the yielded :class:`StopRequest` for the block,
+    the previous handlers restored after it. Outside the main thread (where Python
+    cannot set handlers) the request simply never fires."""
+    request = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+    previous = {signum: signal.signal(signum, request.handle) for signum in STOP_SIGNALS}
+    try:
+        yield request
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def report(request: StopRequest, done: int, total: int, cached: bool) -> None:
+    """The one line an interrupted sweep prints."""
+    rerun = (
+        "rerun the same command to finish (done points are cached)"
+        if cached
+        else "cache=false, so a rerun runs every point again"
+    )
+    print(f"kernbench: interrupted: {done} of {total} points done; {rerun}", file=sys.stderr)
+
+
+def leave(status: int) -> NoReturn:
+    """Exit now with ``status``, output flushed, skipping the interpreter's clean-up: a
+    local Ray cluster's client, interrupted while it waited on tasks, crashed there
+    (SIGSEGV) after the sweep had stopped in order."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below ``pid`` (from /proc; none where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def watch_parent(alive: Callable[[], bool]) -> None:
+    """End this process (``os._exit``) within :data:`WATCH_S` of ``alive()`` turning
+    false: a daemon thread, so it needs no cooperation from whatever the process is
+    doing (a simulation, a blocked pipe write)."""
+
+    def watch() -> None:
+        while alive():
+            threading.Event().wait(WATCH_S)
+        os._exit(ORPHAN_EXIT)
+
+    threading.Thread(target=watch, name="kernbench-parent-watch", daemon=True).start()
+
+
+def child_of(parent: int) -> Callable[[], bool]:
+    """``alive`` for a worker forked by ``parent``: true while it is still the parent
+    (a dead parent's children are handed to another process at once)."""
+    return lambda: os.getppid() == parent
+
+
+def process_alive(pid: int) -> Callable[[], bool]:
+    """``alive`` for a process that is not this one's parent (a chunk job started
+    through another launcher's own processes): true while ``pid`` exists and has not
+    exited (a zombie, not yet reaped, counts as gone)."""
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return True  # no /proc (macOS): existence is all we know
+
+    return alive
