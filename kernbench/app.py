@@ -22,6 +22,7 @@ progress bar (:class:`kernbench.sweep.progress.RunBar`).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import traceback
@@ -51,7 +52,7 @@ from kernbench.results import (
     make_row,
     write_rows,
 )
-from kernbench.sweep import callbacks
+from kernbench.sweep import callbacks, outputs
 from kernbench.sweep.cache import PointCache, point_key
 from kernbench.sweep.points import point_task
 from kernbench.sweep.progress import RunBar
@@ -239,7 +240,9 @@ def _hydra_task(cfg: DictConfig) -> str:
     cache = point_cache(cfg, Path(hydra_cfg.runtime.cwd))
     out_dir = Path(hydra_cfg.runtime.output_dir)
     # A sweep reports per point (SweepProgress); a bar is for one run on a terminal.
-    with RunBar(enabled=None if hydra_cfg.mode == RunMode.RUN else False) as bar:
+    single = hydra_cfg.mode == RunMode.RUN
+    written = outputs.reported(out_dir) if single else contextlib.nullcontext()
+    with written, RunBar(enabled=None if single else False) as bar:
         status = run_job(cfg, out_dir, job, cache, bar)
     if status != STATUS_OK and hydra_cfg.mode == RunMode.RUN:
         raise SystemExit(1)

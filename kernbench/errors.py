@@ -19,3 +19,13 @@ class AddressFault(KernBenchError):
 
 class AllocationError(KernBenchError):
     """An allocation does not fit in the free memory of its allocator."""
+
+
+def printable(text: str) -> str:
+    """``text`` as UTF-8 can hold it: bytes a command line could not decode (Python
+    keeps them as lone surrogates, which no YAML or Parquet file can hold) as ``\\xff``."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        raw = text.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")

@@ -18,6 +18,12 @@ class KernbenchSweeperConf:
     # Points per task: null picks ~8 chunks per local worker (at most 64 points), and
     # 100 points per task under another launcher (submitit, Ray): 10,000 points = 100 tasks.
     chunk_size: int | None = None
+    # Seconds a point may run: one that runs longer is stopped and becomes an error row
+    # naming this limit; the sweep goes on. null: no limit.
+    point_timeout_s: float | None = None
+    # Into a hydra.sweep.dir holding this same grid's results.parquet: keep its ok rows
+    # (made by this code) and run only the other points. Another grid is refused.
+    resume: bool = False
 
 
 class KernbenchSweeper(FastSweeper):

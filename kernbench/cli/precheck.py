@@ -36,6 +36,7 @@ from omegaconf.errors import OmegaConfBaseException
 from kernbench.cli.keys import Key, schema_keys, workload_keys
 from kernbench.cli.suggest import did_you_mean
 from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
+from kernbench.errors import printable
 
 HIDDEN_PREFIX = "base_"  # schema nodes the workload YAMLs build on, not options
 DEFAULT_WORKLOAD = "stream"
@@ -48,6 +49,8 @@ class UsageError(Exception):
 
 def check_overrides(overrides: Sequence[str]) -> None:
     """Raise :class:`UsageError` for the first override that cannot be right."""
+    for line in overrides:
+        _check_text(line)
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except OverrideParseException as exc:  # Hydra's grammar: its words, on one line
@@ -65,6 +68,17 @@ def check_overrides(overrides: Sequence[str]) -> None:
             _check_group_keys(override, workloads)
         elif not override.is_add() and not override.is_force_add():
             _check_key(override, workloads)
+
+
+def _check_text(line: str) -> None:
+    """Bytes the locale could not decode reach Python as lone surrogates, which no
+    record (YAML, Parquet) can hold: refused here, naming the key, before anything is
+    written."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        key, _, value = printable(line).partition("=")
+        raise UsageError(f"{key}: the value {value} is not UTF-8 text") from None
 
 
 @cache

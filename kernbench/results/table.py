@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kernbench.errors import printable
 from kernbench.results.identity import identity
 from kernbench.units import INT64_MAX, INT64_MIN
 
@@ -93,8 +94,18 @@ def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
     A row without a column gets null there. A column holding both numbers and strings
     (``workload.active_pes`` is a count or ``"all"``) becomes a string column, so rows
-    from different jobs always fit one schema.
+    from different jobs always fit one schema. A value Arrow cannot store (text that is
+    not UTF-8, as a command line's undecodable bytes arrive) makes its row an error row
+    naming the column (:func:`_unrepresentable_to_errors`): one row never costs the
+    table its other rows.
     """
+    try:
+        return _build(rows)
+    except (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError):
+        return _build(_unrepresentable_to_errors(rows))
+
+
+def _build(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     names = list(dict.fromkeys(name for row in rows for name in row))
     arrays = []
     for name in names:
@@ -104,6 +115,33 @@ def rows_to_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
             values = [None if v is None else str(v) for v in values]
         arrays.append(pa.array(values, type=dtype))
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _unrepresentable_to_errors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with every value Arrow cannot store replaced (text with its bad bytes
+    escaped, anything else null) and its row made an error row that names the column
+    and the value: the row still says which point it was, and the point is not ok."""
+    out = [dict(row) for row in rows]
+    names = list(dict.fromkeys(name for row in rows for name in row))
+    for name in names:
+        values = [row.get(name) for row in out]
+        dtype = FIXED_TYPES.get(name) or infer_type(values)
+        text = pa.types.is_string(dtype)
+        for row in out:
+            value = row.get(name)
+            if value is None:
+                continue
+            try:
+                pa.array([str(value) if text else value], type=dtype)
+            except (pa.ArrowException, UnicodeError, OverflowError, TypeError, ValueError):
+                shown = printable(str(value))
+                row[name] = shown if text else None
+                row["status"] = STATUS_ERROR
+                row["error"] = (
+                    f"column {name}: the value '{shown}' cannot be stored as"
+                    f" {dtype} in the results table"
+                )
+    return out
 
 
 def infer_type(values: Iterable[Any]) -> pa.DataType:

@@ -1,4 +1,5 @@
-"""The Hydra callbacks of a sweep: progress as points finish, the merge at the end.
+"""The Hydra callbacks of a sweep: progress as points finish, the merge at the end;
+and of a run: its output directory checked before anything is written there.
 
 ``conf/config.yaml`` lists :class:`MergeResults` under ``hydra.callbacks``. Hydra runs
 ``on_multirun_end`` in the main process after every job has returned, so the merge
@@ -20,7 +21,7 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from kernbench.sweep import progress
+from kernbench.sweep import outputs, progress
 from kernbench.sweep.merge import MergeOutcome, merge_sweep
 
 _outcomes: list[MergeOutcome] = []
@@ -34,7 +35,17 @@ class MergeResults(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if str(sweep_dir.resolve()) in _merged_dirs:
             return  # the fast sweeper (kernbench.sweep.sweeper) wrote the table itself
-        _outcomes.append(merge_sweep(sweep_dir))
+        with outputs.reported(sweep_dir):
+            _outcomes.append(merge_sweep(sweep_dir))
+
+
+class OutputsWritable(Callback):
+    """A single run's output directory made and written to before Hydra writes its
+    records there: a read-only, foreign or full location is one line and exit 1
+    (:mod:`kernbench.sweep.outputs`; the fast sweeper checks its directory itself)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        outputs.check_writable(str(config.hydra.run.dir))
 
 
 class SweepProgress(Callback):
@@ -53,6 +64,12 @@ class SweepProgress(Callback):
             return  # a single run, or a fast sweep's chunk job
         num = int(config.hydra.job.num)
         progress.log.info(progress.finish_point(Path(str(config.hydra.sweep.dir)), num))
+
+
+def nothing_to_merge(sweep_dir: Path) -> None:
+    """A dry run: no table is written at the end of the multirun (the directory may
+    hold another sweep's)."""
+    _merged_dirs.add(str(sweep_dir.resolve()))
 
 
 def record_outcome(outcome: MergeOutcome, sweep_dir: Path) -> None:

@@ -27,14 +27,17 @@ import contextlib
 import dataclasses
 import io
 import pickle
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kernbench.errors import ConfigError
 from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
 
@@ -80,6 +83,7 @@ class Chunk:
     kernbench: bool = True
     typed: bytes | None = None  # the shape's typed object, pickled (kernbench.sweep.typed)
     parent: tuple[str, int] | None = None  # the sweeping process: (host name, pid)
+    point_timeout_s: float | None = None  # hydra.sweeper.point_timeout_s
 
 
 @dataclass
@@ -262,11 +266,61 @@ def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahe
         out_dir = Path(chunk.sweep_dir) / str(point.num)
         if _wants_trace(cfg):
             out_dir.mkdir(parents=True, exist_ok=True)  # only a trace is written there
-        run.status = app.run_job(
-            cfg, out_dir, job, cache, rows=run.rows, prepared=prepared, deferred=run.deferred
-        )
+        try:
+            with deadline(chunk.point_timeout_s):
+                rows, deferred = run.rows, run.deferred
+                run.status = app.run_job(
+                    cfg, out_dir, job, cache, rows=rows, prepared=prepared, deferred=deferred
+                )
+        except PointTimeout as exc:  # the limit fell just as run_job returned
+            run.result = error_result(chunk, point.num, str(exc))
     run.seconds = _since(start)
     return run
+
+
+TIMEOUT_KEY = "hydra.sweeper.point_timeout_s"
+
+
+class PointTimeout(ConfigError):
+    """A point ran longer than ``hydra.sweeper.point_timeout_s``: raised inside it (by
+    :func:`deadline`), so ``run_job`` makes it the point's error row and the worker
+    goes on with the next point."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            TIMEOUT_KEY,
+            f"the point ran longer than {seconds:g} s and was stopped (raise the limit,"
+            " or leave it unset for none)",
+        )
+
+
+@contextlib.contextmanager
+def deadline(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`PointTimeout` in this thread once ``seconds`` have passed.
+
+    A real-time interval timer (``setitimer``, one system call to arm and one to
+    disarm) whose SIGALRM handler raises between two bytecodes, wherever the point is:
+    the simulator, a Triton kernel in its interpreter, a loop that never ends. A C call
+    that does not return (a single huge allocation) delays it until it does. Workers
+    run their points in their main thread, as signals require; elsewhere there is no
+    limit."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    armed = True
+
+    def expire(signum: int, frame: Any) -> None:
+        if armed:
+            raise PointTimeout(seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _wants_trace(cfg: Any) -> bool:

@@ -31,14 +31,14 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
-from kernbench.sweep import stop
+from kernbench.sweep import outputs, stop
+from kernbench.sweep.claim import POINTS_FILE, RECORDS_DIR
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
 from kernbench.sweep.plan import Plan, Point
 from kernbench.sweep.points import Chunk, PointResult
 from kernbench.sweep.progress import SweepBar
 
 POINTS_LOG = "points.log"
-RECORDS_DIR = ".hydra"
 AUTO_CHUNK_CAP = 64  # points per local chunk at most: keeps the bar and balance smooth
 CLUSTER_CHUNK = 100  # points per SLURM / Ray task by default: 10,000 points = 100 tasks
 
@@ -97,7 +97,7 @@ def write_records(plan: Plan, master: DictConfig, sweep_dir: Path) -> None:
     (records / "shapes").mkdir(parents=True, exist_ok=True)
     save_config(master.hydra.overrides.task, records / "overrides.yaml")
     points = {p.num: {"shape": p.shape, "overrides": list(p.overrides)} for p in plan.points}
-    (records / "points.yaml").write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
+    (records / POINTS_FILE).write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
     for n, shape in enumerate(plan.shapes):
         save_config(shape.config, records / "shapes" / f"{n}.yaml")
 
@@ -120,6 +120,7 @@ class Gather:
         self.results: dict[int, PointResult] = {}
         self.bar = SweepBar(total)
         self.log = (sweep_dir / POINTS_LOG).open("a")
+        self.log_failed = False
         self.log.write(f"# sweep of {total} points started {_stamp(self.bar.start)}\n")
         self.last_result = self.bar.start
 
@@ -127,8 +128,8 @@ class Gather:
         self.results[result.num] = result
         self.rows.extend(result.rows)
         lines = " ".join(self.overrides.get(result.num, []))
-        self.log.write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
-        self.log.flush()
+        with outputs.reported(self.log.name):
+            self._write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
         self.bar.point_done(result, lines)
         self.last_result = time.time()
 
@@ -141,13 +142,28 @@ class Gather:
         result came back (its first, when the sweep started running)."""
         self.bar.close()
         done = len(self.results)
-        self.log.write(f"# {done} points done, the last at {_stamp(self.last_result)}\n")
-        self.log.close()
+        with outputs.reported(self.log.name):
+            self._write(f"# {done} points done, the last at {_stamp(self.last_result)}\n")
+        with contextlib.suppress(OSError):  # the write that failed was reported
+            self.log.close()
+
+    def _write(self, text: str) -> None:
+        """Append to the points log; after a write has failed (reported once), not."""
+        if self.log_failed:
+            return
+        try:
+            self.log.write(text)
+            self.log.flush()
+        except OSError:
+            self.log_failed = True
+            raise
 
     def merge(self) -> MergeOutcome:
         """Write ``results.parquet`` (ordered by job number) atomically."""
         self.rows.sort(key=lambda row: row.get("job_num") or 0)
-        path = write_table_atomic(rows_to_table(self.rows), self.sweep_dir / MERGED_FILE)
+        target = self.sweep_dir / MERGED_FILE
+        with outputs.reported(target):
+            path = write_table_atomic(rows_to_table(self.rows), target)
         n_errors = sum(row.get("status") == STATUS_ERROR for row in self.rows)
         n_cached = sum(bool(row.get("cached")) for row in self.rows)
         return MergeOutcome(path, len(self.rows), n_errors, n_cached)

@@ -22,6 +22,7 @@ sends it chunks as jobs (:mod:`kernbench.sweep.remote`): one task per
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -38,9 +39,9 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import ConfigError
-from kernbench.sweep import callbacks, pool, stop
+from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
-from kernbench.sweep.points import Chunk, PointResult, is_point_task
+from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
     fixed_sizes,
@@ -51,6 +52,34 @@ from kernbench.sweep.run import (
 )
 
 log = logging.getLogger("kernbench.sweep")
+
+# The sweeping process holds every point (its overrides, its plan entry, its row):
+# ~16 KB a point measured (a 10,000-point sweep peaks at 262 MB, README). A grid past
+# MAX_POINTS is refused before it is enumerated, which alone would take minutes.
+POINT_KB = 16
+MAX_POINTS = 1_000_000
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: setitimer's range, and beyond any point
+
+
+def count_points(overrides: Sequence[Any], limit: int) -> int:
+    """The grid's size without enumerating it: the product of each sweep's length,
+    counted up to ``limit + 1`` (a range of integers is measured, not walked)."""
+    from hydra.core.override_parser.types import RangeSweep
+
+    total = 1
+    for override in overrides:
+        if not override.is_sweep_override():
+            continue
+        value = override.value()
+        ints = isinstance(value, RangeSweep) and all(
+            isinstance(v, int) for v in (value.start, value.stop, value.step)
+        )
+        if ints:
+            length = len(range(value.start, value.stop, value.step))
+        else:
+            length = sum(1 for _ in itertools.islice(override.sweep_string_iterator(), limit + 1))
+        total = min(total * length, limit + 1)
+    return total
 
 
 class FastLauncher(Launcher):
@@ -138,11 +167,15 @@ class FastSweeper(Sweeper):
         params: dict[str, str] | None = None,
         dry_run: bool = False,
         chunk_size: int | None = None,
+        point_timeout_s: float | None = None,
+        resume: bool = False,
     ) -> None:
         self.max_batch_size = max_batch_size
         self.params = params or {}
         self.dry_run = dry_run
         self.chunk_size = chunk_size
+        self.point_timeout_s = point_timeout_s
+        self.resume = resume
         self.config: DictConfig | None = None
         self.launcher: Launcher | None = None
         self.hydra_context: HydraContext | None = None
@@ -174,31 +207,58 @@ class FastSweeper(Sweeper):
                 and next(override.sweep_string_iterator(), None) is None
             ):
                 _refuse(override.input_line or override.key_or_group, "selects no value")
+        count = count_points(overrides, MAX_POINTS)
+        if self.dry_run:
+            shown = f"{count:,}" if count <= MAX_POINTS else f"more than {MAX_POINTS:,}"
+            print(f"dry run: {shown} points; composing and checking each", flush=True)
+        if count > MAX_POINTS:
+            _refuse(
+                "hydra.sweeper.params",
+                f"the grid has more than {MAX_POINTS:,} points, the most one sweep holds"
+                f" (~{POINT_KB} KB of memory each in the sweeping process): split it",
+            )
         return BasicSweeper.split_arguments(overrides, self.max_batch_size)
 
     def sweep(self, arguments: list[str]) -> Any:
         assert self.config is not None and self.hydra_context is not None
+        self.check_settings()
+        batches = self.batches(arguments)
+        jobs = [job for batch in batches for job in batch]
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        with stop.handled() as request:
+            try:
+                if self.dry_run:  # writes nothing: the directory may hold another sweep
+                    callbacks.nothing_to_merge(sweep_dir)
+                    return self._sweep(batches, jobs, request)
+                outputs.check_writable(sweep_dir)
+                with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs):
+                    OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+                    return self._sweep(batches, jobs, request)
+            except ConfigError as exc:
+                _refuse(exc.key, str(exc).removeprefix(f"{exc.key}: "))
+            except stop.Interrupted:  # told to stop before any point ran
+                stop.report(request, 0, len(jobs), self.cache_dir() is not None)
+                raise SystemExit(request.exit_status) from None
+
+    def check_settings(self) -> None:
+        """The sweeper's own keys, each refused in one line before anything runs."""
         if self.chunk_size is not None and self.chunk_size < 1:
             _refuse(
                 "hydra.sweeper.chunk_size",
                 f"{self.chunk_size} is not >= 1 (points per chunk; leave it unset to size"
                 " chunks automatically)",
             )
-        batches = self.batches(arguments)
-        jobs = [job for batch in batches for job in batch]
-        with stop.handled() as request:
-            try:
-                return self._sweep(batches, jobs, request)
-            except stop.Interrupted:  # told to stop before any point ran
-                stop.report(request, 0, len(jobs), self.cache_dir() is not None)
-                raise SystemExit(request.exit_status) from None
+        timeout = self.point_timeout_s
+        if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:
+            _refuse(
+                TIMEOUT_KEY,
+                f"{timeout} is not a number of seconds in (0, {MAX_TIMEOUT_S:g}] (leave it"
+                " unset for no limit)",
+            )
 
     def _sweep(
         self, batches: list[list[list[str]]], jobs: list[list[str]], request: stop.StopRequest
     ) -> Any:
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
         local = isinstance(self.launcher, FastLauncher) and is_point_task(self.task_function)
         try:
             if local and not self.dry_run:  # workers start while the points are composed
@@ -209,7 +269,7 @@ class FastSweeper(Sweeper):
             screen(plan)
             if not is_point_task(self.task_function):
                 return self.launch_batches(batches)
-            return self.run_points(plan, sweep_dir, request)
+            return self.run_points(plan, Path(str(self.config.hydra.sweep.dir)), request)
         finally:
             if local:
                 self.launcher.stop_workers()
@@ -236,7 +296,14 @@ class FastSweeper(Sweeper):
         for shape in range(len(plan.shapes)):  # per-shape work, done before points start
             plan.typed_base(shape)
         write_records(plan, self.config, sweep_dir)
-        base = {"sweep_dir": str(sweep_dir), "cache_dir": self.cache_dir(), "parent": parent()}
+        base = {
+            "sweep_dir": str(sweep_dir),
+            "cache_dir": self.cache_dir(),
+            "parent": parent(),
+            "point_timeout_s": self.point_timeout_s,
+        }
+        kept = claim.kept_rows(sweep_dir) if self.resume else {}
+        todo = Plan([p for p in plan.points if p.num not in kept], plan.shapes)
         if isinstance(self.launcher, FastLauncher):
             sizes = guided_sizes(self.launcher.workers)
             runner = self.launcher.run_chunks
@@ -247,19 +314,23 @@ class FastSweeper(Sweeper):
             runner = ChunkJobs(self.launcher, self.config, self.hydra_context, sweep_dir)
         if self.chunk_size:
             sizes = fixed_sizes(self.chunk_size)
-        chunks = make_chunks(plan, sizes, base)
+        chunks = make_chunks(todo, sizes, base)
         local = isinstance(self.launcher, FastLauncher)
-        gather = run_plan(plan, chunks, sweep_dir, runner, request, polled=local)
+        if kept:
+            log.info(f"Resuming: {len(kept)} of {len(plan.points)} points kept from {sweep_dir}")
+        gather = run_plan(todo, chunks, sweep_dir, runner, request, polled=local)
+        gather.rows.extend(kept.values())
         if request.requested:
             if gather.rows:
                 gather.merge()
-            stop.report(request, len(gather.results), len(plan.points), bool(base["cache_dir"]))
+            done = len(gather.results) + len(kept)
+            stop.report(request, done, len(plan.points), bool(base["cache_dir"]))
             if not local:  # a launcher's threads, interrupted mid-wait, may not exit cleanly
                 stop.leave(request.exit_status)
             raise SystemExit(request.exit_status)
         outcome = gather.merge()
         callbacks.record_outcome(outcome, sweep_dir)
-        return [gather.results[p.num].status for p in plan.points]
+        return [gather.results[p.num].status if p.num not in kept else "ok" for p in plan.points]
 
     def cache_dir(self) -> str | None:
         """The point cache's absolute path, or None with ``cache=false``."""

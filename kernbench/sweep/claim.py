@@ -1,0 +1,121 @@
+"""A sweep directory holds one grid's results and is written by one sweep at a time.
+
+Hydra's default ``hydra.sweep.dir`` is new for every sweep (``paths.sweep_dir`` holds
+the time and the process id); one a user names may already hold a sweep. Before a
+sweep writes anything there, :func:`claimed`
+
+- takes the directory's lock (``.hydra/sweep.lock``, an ``flock``: released by the
+  kernel however the sweep ends, SIGKILL included), so a second sweep into the same
+  directory while the first runs is refused instead of interleaving ``points.log`` and
+  replacing the first's table;
+- compares the grid with the one the directory's records hold
+  (``.hydra/points.yaml``, every point's overrides by job number): another grid is
+  refused; the same grid reruns (the point cache serves what is done), or with
+  ``hydra.sweeper.resume=true`` keeps the rows ``results.parquet`` already holds
+  (:func:`kept_rows`) and runs only the other points.
+
+Each refusal is one line naming ``hydra.sweep.dir`` and exit 1, before anything is
+written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import yaml
+
+import kernbench
+from kernbench.errors import ConfigError
+from kernbench.results import STATUS_OK, git_commit
+from kernbench.sweep.merge import MERGED_FILE
+
+RECORDS_DIR = ".hydra"
+POINTS_FILE = "points.yaml"  # every point's shape and overrides, by job number
+LOCK_FILE = "sweep.lock"
+KEY = "hydra.sweep.dir"
+
+
+@contextlib.contextmanager
+def claimed(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> Iterator[None]:
+    """Hold ``sweep_dir`` for this sweep of ``jobs`` (see the module's docstring);
+    raise :class:`ConfigError` if another sweep holds it or it holds another grid."""
+    records = sweep_dir / RECORDS_DIR
+    records.mkdir(parents=True, exist_ok=True)
+    fd = os.open(records / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
+            raise ConfigError(
+                KEY,
+                f"{sweep_dir} is being written by another sweep ({holder}); wait for it"
+                " to end or choose another directory",
+            ) from None
+        _check_grid(sweep_dir, jobs)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _check_grid(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
+    """Refuse a directory whose records hold a grid other than ``jobs``."""
+    stored = stored_grid(sweep_dir)
+    if stored is None or stored == [list(job) for job in jobs]:
+        return
+    differ = next(
+        (n for n, (a, b) in enumerate(zip(stored, jobs, strict=False)) if a != list(b)),
+        min(len(stored), len(jobs)),
+    )
+    if differ < min(len(stored), len(jobs)):
+        there, here = " ".join(stored[differ]), " ".join(jobs[differ])
+        where = f"point #{differ} there is '{there}', here '{here}'"
+    else:
+        where = f"it has {len(stored)} points, this sweep {len(jobs)}"
+    raise ConfigError(
+        KEY,
+        f"{sweep_dir} holds another grid's sweep ({where}); choose another directory"
+        " (hydra.sweep.dir=...), or delete that one",
+    )
+
+
+def stored_grid(sweep_dir: Path) -> list[list[str]] | None:
+    """The overrides of every point the directory's records hold, in job order, or
+    None if it holds no sweep's records."""
+    path = sweep_dir / RECORDS_DIR / POINTS_FILE
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    points = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    return [list(points[num]["overrides"]) for num in sorted(points)]
+
+
+def kept_rows(sweep_dir: Path) -> dict[int, dict[str, Any]]:
+    """The ok rows of the directory's ``results.parquet`` made by this code (same
+    version and commit), by job number: what ``resume=true`` keeps. A row from other
+    code, an error row (a stop, a timeout, a fault since fixed) and a point with no
+    row run again."""
+    path = sweep_dir / MERGED_FILE
+    if not path.exists():
+        return {}
+    version, commit = kernbench.__version__, git_commit()
+    kept = {}
+    for row in pq.read_table(path).to_pylist():
+        if (
+            row.get("status") == STATUS_OK
+            and row.get("kernbench_version") == version
+            and row.get("git_commit") == commit
+            and row.get("job_num") is not None
+        ):
+            kept[row["job_num"]] = row
+    return kept

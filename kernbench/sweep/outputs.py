@@ -1,0 +1,70 @@
+"""Writing outputs may fail for reasons outside KernBench: a full disk, a read-only or
+foreign directory. Those are one line naming the path and the system's reason, and
+exit 1 — not chained tracebacks, and not a table that looks complete.
+
+:func:`check_writable` runs before Hydra writes a run's or a sweep's first file (the
+``OutputsWritable`` callback, :mod:`kernbench.sweep.callbacks`); :func:`reported`
+wraps the writing itself, since a disk can fill at any moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from kernbench.errors import printable
+
+# What the system says when a file cannot be written where it was asked to be.
+WRITE_ERRORS = frozenset(
+    {
+        errno.ENOSPC,  # no space left on the device
+        errno.EDQUOT,  # disk quota exceeded
+        errno.EROFS,  # read-only file system
+        errno.EACCES,  # permission denied
+        errno.EPERM,  # operation not permitted
+        errno.EFBIG,  # file too large (a file size limit)
+        errno.ENOTDIR,  # a path component is a file
+        errno.EEXIST,  # a directory wanted where a file is
+    }
+)
+# Free space a run needs before it starts: its records and one row are a few KB; a
+# sweep's table ~1 KB a point. Below this, the first write would fail part way.
+MIN_FREE_BYTES = 1 << 20
+
+
+def message(exc: OSError, where: Path | str | None = None) -> str:
+    """``cannot write <path>: <the system's reason>``."""
+    path = exc.filename if exc.filename is not None else where
+    shown = printable(os.fsdecode(path)) if path is not None else "the outputs"
+    return f"cannot write {shown}: {os.strerror(exc.errno)}"
+
+
+@contextlib.contextmanager
+def reported(where: Path | str | None = None) -> Iterator[None]:
+    """A write error inside becomes one line on stderr and exit 1 (``where``: the path
+    to name when the system does not say which file it was)."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRORS:
+            raise
+        print(f"kernbench: error: {message(exc, where)}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def check_writable(directory: Path | str) -> None:
+    """Make ``directory`` (and its parents), write and remove a file in it, and see
+    that its file system has :data:`MIN_FREE_BYTES` free; else one line and exit 1."""
+    directory = Path(directory)
+    with reported(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=directory):
+            pass
+        stat = os.statvfs(directory)
+        if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(directory))

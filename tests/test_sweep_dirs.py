@@ -1,0 +1,141 @@
+"""A sweep directory holds one grid's results, written by one sweep at a time
+(kernbench.sweep.claim).
+
+Each test runs the real ``kernbench -m`` in a subprocess into a directory named with
+``hydra.sweep.dir`` (Hydra's default directory is new for every sweep, so only a named
+one can meet another sweep's results).
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kernbench.results import write_table_atomic
+from kernbench.sweep import MERGED_FILE
+from tests.test_launchers import command, environment
+from tests.test_stop import LONG_GRID, finish, start, wait_for
+
+SMALL = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.access_bytes=4096")
+GRID = (*SMALL, "workload.bytes_per_pe=4096,8192", "workload.outstanding=1,2")
+
+
+def sweep(tmp_path: Path, out: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*command(out, *overrides), "hydra.launcher.n_jobs=2"],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def rows(out: Path) -> list[dict]:
+    return pq.read_table(out / MERGED_FILE).to_pylist()
+
+
+def error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return [line for line in stderr.splitlines() if line.startswith("kernbench:")]
+
+
+def test_another_grid_is_refused_and_the_first_sweeps_results_stay(tmp_path):
+    out = tmp_path / "sweep"
+    first = sweep(tmp_path, out, *GRID)
+    assert first.returncode == 0, first.stderr[-3000:]
+    table = (out / MERGED_FILE).read_bytes()
+    log = (out / "points.log").read_text()
+
+    other = sweep(tmp_path, out, *SMALL, "workload.bytes_per_pe=4096,16384")
+    assert other.returncode == 1
+    assert error_lines(other.stderr) == [
+        f"kernbench: error: hydra.sweep.dir: {out} holds another grid's sweep (point #0"
+        " there is 'topology=small pe_cost_model=zero address=pa workload.access_bytes=4096"
+        " workload.bytes_per_pe=4096 workload.outstanding=1', here 'topology=small"
+        " pe_cost_model=zero address=pa workload.access_bytes=4096 workload.bytes_per_pe=4096');"
+        " choose another directory (hydra.sweep.dir=...), or delete that one"
+    ]
+    assert (out / MERGED_FILE).read_bytes() == table  # nothing written
+    assert (out / "points.log").read_text() == log
+
+    # A grid that is the first one's first points only differs in size: refused too.
+    fewer = sweep(tmp_path, out, *SMALL, "workload.bytes_per_pe=4096", "workload.outstanding=1,2")
+    assert fewer.returncode == 1
+    [line] = error_lines(fewer.stderr)
+    assert "holds another grid's sweep (it has 4 points, this sweep 2)" in line
+
+
+def test_the_same_grid_reruns_from_the_cache(tmp_path):
+    out = tmp_path / "sweep"
+    assert sweep(tmp_path, out, *GRID).returncode == 0
+    again = sweep(tmp_path, out, *GRID)
+    assert again.returncode == 0, again.stderr[-3000:]
+    merged = rows(out)
+    assert [r["job_num"] for r in merged] == [0, 1, 2, 3]
+    assert all(r["cached"] for r in merged)
+
+
+def test_resume_keeps_the_rows_there_and_runs_only_the_others(tmp_path):
+    out = tmp_path / "sweep"
+    assert sweep(tmp_path, out, *GRID, "cache=false").returncode == 0
+    before = rows(out)
+    # As a sweep stopped after points 0 and 2 leaves it (no cache to serve the rest),
+    # with point 2's row an error (a timeout, say): 0 is kept, 1, 2 and 3 run.
+    kept = [before[0], {**before[2], "status": "error", "error": "stopped"}]
+    table = pq.read_table(out / MERGED_FILE)
+    write_table_atomic(table.from_pylist(kept, schema=table.schema), out / MERGED_FILE)
+
+    resumed = sweep(tmp_path, out, *GRID, "cache=false", "hydra.sweeper.resume=true")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = rows(out)
+    assert [r["job_num"] for r in after] == [0, 1, 2, 3]
+    assert after[0] == before[0]  # kept as it was, its wall_s included
+    assert all(r["status"] == "ok" and not r["cached"] for r in after)
+    metrics = ("sim_time_ns", "bytes_moved")
+    assert [[r[m] for m in metrics] for r in after] == [[r[m] for m in metrics] for r in before]
+    assert "# sweep of 3 points started" in (out / "points.log").read_text()
+
+    # resume=true does not make another grid welcome
+    other = sweep(tmp_path, out, *SMALL, "workload.bytes_per_pe=4096", "hydra.sweeper.resume=true")
+    assert other.returncode == 1
+    [line] = error_lines(other.stderr)
+    assert "holds another grid's sweep" in line
+
+
+def test_a_second_sweep_into_a_directory_being_written_is_refused(tmp_path):
+    out = tmp_path / "sweep"
+    first = start(out, *LONG_GRID)  # two points of ~9 s
+    try:
+        wait_for(first, lambda: (out / "points.log").exists())
+        second = sweep(tmp_path, out, *LONG_GRID)
+        assert second.returncode == 1
+        [line] = error_lines(second.stderr)
+        assert line.startswith(f"kernbench: error: hydra.sweep.dir: {out} is being written by")
+        assert f"another sweep (pid {first.pid} on " in line
+        assert line.endswith("; wait for it to end or choose another directory")
+    finally:
+        first.send_signal(signal.SIGINT)
+        finish(first)
+    assert first.returncode == 130
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_a_dry_run_writes_nothing_where_a_sweep_is(tmp_path, dry):
+    """A dry run (of any grid) into a sweep's directory leaves it as it was."""
+    out = tmp_path / "sweep"
+    assert sweep(tmp_path, out, *GRID).returncode == 0
+    files = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    other = (*SMALL, "workload.bytes_per_pe=4096,16384")
+    run = sweep(tmp_path, out, *other, f"hydra.sweeper.dry_run={str(dry).lower()}")
+    assert run.returncode == (0 if dry else 1), run.stderr[-3000:]
+    if dry:
+        assert run.stdout.startswith("dry run: 2 points; composing and checking each\n")
+        assert "dry run: 2 points in 1 shapes, 0 invalid; nothing was run" in run.stdout
+        assert "results.parquet" not in run.stdout
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
