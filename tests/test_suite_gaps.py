@@ -11,14 +11,23 @@ access latency.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import ConfigCompositionException
+from hydra.types import RunMode
 
 from kernbench import simulate
 from kernbench.config.schema import StreamPattern
+from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
+from kernbench.sweep.plan import Planner, screen
 from kernbench.workloads import patterns, stream
 from tests.support import make_cfg, make_system
 
@@ -130,3 +139,59 @@ def test_cross_cube_on_two_sips_of_two_cubes_names_every_owner():
     s0c1, s1c0, s1c1, s0c0 = [4, 5, 6, 7], [8, 9, 10, 11], [12, 13, 14, 15], [0, 1, 2, 3]
     #            s0c0's 4 PEs -> s0c1, s0c1 -> s1c0, s1c0 -> s1c1, s1c1 -> s0c0
     assert patterns.owners(cfg.workload, cfg.topology, pes, 1) == s0c1 + s1c0 + s1c1 + s0c0
+
+
+# -- 5. the sweep's pre-screen checks each value per shape ---------------------------
+
+
+@pytest.fixture
+def loader():
+    """Hydra's config loader on the real conf/, inside Hydra's own context manager
+    (which restores its global state on exit), as tests/test_sweep_plan.py does."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        yield GlobalHydra.instance().hydra.config_loader
+
+
+def test_a_value_valid_in_one_shape_is_screened_again_in_another(loader):
+    """``workload.access_bytes=4096`` is a stream key: valid in the shape
+    ``workload=stream`` (point #0), not a key of ``workload=gqa_opt3`` (point #1). The
+    screen applies each distinct value once *per shape*, so having passed in the first
+    shape must not pass it in the second: the sweep is refused naming point #1."""
+    master = loader.load_configuration("config", [], RunMode.MULTIRUN)
+    line = "workload.access_bytes=4096"
+    plan = Planner(loader, master).plan([["workload=stream", line], ["workload=gqa_opt3", line]])
+    assert len(plan.shapes) == 2
+    with pytest.raises(ConfigCompositionException) as info:
+        screen(plan)
+    message = str(info.value)
+    assert message.startswith(f"sweep point #1 (workload=gqa_opt3 {line})")
+    assert "access_bytes" in message
+    # the first shape alone is fine
+    screen(Planner(loader, master).plan([["workload=stream", line]]))
+
+
+def test_a_sweep_through_a_users_preset_refuses_the_value_in_the_shape_without_it(tmp_path):
+    """The same through ``kernbench -m`` (a subprocess: Hydra's state stays its own).
+    With a study preset on the command line the override pre-check leaves workload
+    keys to the sweep (the preset may choose the workload), so the sweep's own screen
+    is what refuses point #1 up front: one line naming it, exit 1, no point run and no
+    results.parquet."""
+    presets = tmp_path / "presets" / "experiment"
+    presets.mkdir(parents=True)
+    (presets / "mine.yaml").write_text("# @package _global_\nsim:\n  trace: false\n")
+    sweep = tmp_path / "sweep"
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    argv = [sys.executable, "-m", "kernbench.app", "-m", "+experiment=mine",
+            f"hydra.searchpath=[file://{tmp_path / 'presets'}]",
+            "workload=stream,gqa_opt3", "workload.access_bytes=4096",
+            f"hydra.sweep.dir={sweep}", "hydra.launcher.n_jobs=1"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env,
+                          timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith(
+        "sweep point #1 (+experiment=mine workload=gqa_opt3 workload.access_bytes=4096):"
+        " Key 'access_bytes' not in 'GqaWorkloadConfig'"
+    ), proc.stderr
+    assert not (sweep / "results.parquet").exists()
+    assert not (sweep / "points.log").exists()
