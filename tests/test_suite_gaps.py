@@ -14,12 +14,14 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 
@@ -27,7 +29,10 @@ from kernbench import simulate
 from kernbench.config.schema import StreamPattern
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
+from kernbench.sweep import remote
 from kernbench.sweep.plan import Planner, screen
+from kernbench.sweep.pool import run_chunks
+from kernbench.sweep.run import fixed_sizes, make_chunks
 from kernbench.workloads import patterns, stream
 from tests.support import make_cfg, make_system
 
@@ -195,3 +200,52 @@ def test_a_sweep_through_a_users_preset_refuses_the_value_in_the_shape_without_i
     ), proc.stderr
     assert not (sweep / "results.parquet").exists()
     assert not (sweep / "points.log").exists()
+
+
+# -- 6. a chunk that fails as a whole gives one error row per point -------------------
+
+SMALL = ["topology=small", "pe_cost_model=zero", "workload.active_pes=1", "address=pa"]
+
+
+def test_a_chunk_that_cannot_be_sent_gives_each_of_its_points_an_error_row(loader, tmp_path):
+    """A chunk of 3 points (bytes_per_pe 4096, 8192, 12288) carrying something that
+    cannot be pickled never reaches a worker: the whole chunk fails in the parent.
+    Each of its 3 points must still get exactly one row of its own, status error,
+    with its job number and its own config, and the message saying why: 3 rows, not
+    one for the chunk."""
+    master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+    jobs = [[*SMALL, f"workload.bytes_per_pe={4096 * (n + 1)}"] for n in range(3)]
+    plan = Planner(loader, master).plan(jobs)
+    screen(plan)
+    base = {"sweep_dir": str(tmp_path), "cache_dir": None}
+    [chunk] = make_chunks(plan, fixed_sizes(3), base)
+    chunk.unsendable = threading.Lock()  # pickling the chunk raises TypeError
+    results = []
+    run_chunks([chunk], 1, results.append, None, None)
+    assert_one_error_row_each(results, "TypeError: cannot pickle '_thread.lock' object")
+
+
+def test_a_cluster_chunk_job_that_fails_gives_each_of_its_points_an_error_row(loader, tmp_path):
+    """The same rule for a chunk run as one cluster job (submitit, Ray): a job that
+    ends FAILED returns no rows, so each of its 3 points gets its own error row."""
+    master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+    jobs = [[*SMALL, f"workload.bytes_per_pe={4096 * (n + 1)}"] for n in range(3)]
+    plan = Planner(loader, master).plan(jobs)
+    screen(plan)
+    [chunk] = make_chunks(plan, fixed_sizes(3), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    ret = JobReturn()
+    ret.status, ret._return_value = JobStatus.FAILED, MemoryError("out of memory")
+    results = remote._results(chunk, ret)
+    assert_one_error_row_each(results, "its chunk job failed: MemoryError: out of memory")
+
+
+def assert_one_error_row_each(results, message):
+    """Points 0, 1, 2 each once, an error with ``message`` and one row of its own
+    (its job number, its own bytes_per_pe of 4096 x (n + 1))."""
+    assert sorted(r.num for r in results) == [0, 1, 2]
+    for r in results:
+        assert r.status == "error"
+        assert r.error.startswith(message)
+        [row] = r.rows
+        assert (row["job_num"], row["status"], row["error"]) == (r.num, "error", r.error)
+        assert row["workload.bytes_per_pe"] == 4096 * (r.num + 1)
