@@ -11,6 +11,8 @@ access latency.
 from __future__ import annotations
 
 import dataclasses
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -26,10 +28,12 @@ from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 
 from kernbench import simulate
+from kernbench.app import run_job
 from kernbench.config.schema import StreamPattern
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
 from kernbench.sweep import remote
+from kernbench.sweep.cache import PointCache
 from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import fixed_sizes, make_chunks
@@ -249,3 +253,45 @@ def assert_one_error_row_each(results, message):
         [row] = r.rows
         assert (row["job_num"], row["status"], row["error"]) == (r.num, "error", r.error)
         assert row["workload.bytes_per_pe"] == 4096 * (r.num + 1)
+
+
+# -- 7. a cache entry that is JSON but not an object --------------------------------
+
+
+@pytest.mark.parametrize("text", ["null", "[]", '[{"key": "x"}]', '"metrics"', "3", "true"])
+def test_a_cache_entry_that_is_json_but_not_an_object_is_a_miss(tmp_path, caplog, text):
+    """An entry is a JSON object {key, checksum, metrics}. A file that parses to
+    anything else (null, a list, a string, a number, a bool) holds no result: the
+    lookup is a miss (None, so the point is simulated again), the file is removed, and
+    exactly one warning says so; the next lookup is a plain miss, with no warning."""
+    store, key = PointCache(tmp_path), "ef" * 32
+    path = store.path(key)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with caplog.at_level(logging.WARNING, logger="kernbench.sweep.cache"):
+        assert store.load(key) is None
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, caplog.text
+    assert warnings[0].getMessage().startswith(f"point cache: discarding bad entry {path} (")
+    assert not path.exists()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kernbench.sweep.cache"):
+        assert store.load(key) is None
+    assert caplog.records == []
+
+
+def test_a_null_cache_entry_is_recomputed_and_stored_afresh(compose_cfg, tmp_path, caplog):
+    """Through run_job: a point whose entry reads ``null`` is simulated (cached False),
+    its entry written again, and the next run is served from it (cached True)."""
+    cfg = compose_cfg(*SMALL, "workload.bytes_per_pe=4096", "workload.access_bytes=4096")
+    store = PointCache(tmp_path / "cache")
+    assert run_job(cfg, tmp_path / "1", cache=store) == "ok"
+    [entry] = sorted((tmp_path / "cache").rglob("*.json"))
+    entry.write_text("null")
+    with caplog.at_level(logging.WARNING, logger="kernbench.sweep.cache"):
+        assert run_job(cfg, tmp_path / "2", cache=store) == "ok"
+    assert len([r for r in caplog.records if "discarding bad entry" in r.getMessage()]) == 1
+    assert run_job(cfg, tmp_path / "3", cache=store) == "ok"
+    rows = [pq.read_table(tmp_path / n / "result.parquet").to_pylist() for n in "123"]
+    assert [r["cached"] for [r] in rows] == [False, False, True]
+    assert json.loads(entry.read_text())["metrics"]["bytes_moved"] == 4096
