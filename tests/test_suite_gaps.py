@@ -19,6 +19,7 @@ import sys
 import threading
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from hydra import initialize_config_dir
@@ -32,6 +33,8 @@ from kernbench.app import run_job
 from kernbench.config.schema import StreamPattern
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
+from kernbench.report import bw_equivalence as bw
+from kernbench.results import make_row
 from kernbench.sweep import remote
 from kernbench.sweep.cache import PointCache
 from kernbench.sweep.plan import Planner, screen
@@ -295,3 +298,65 @@ def test_a_null_cache_entry_is_recomputed_and_stored_afresh(compose_cfg, tmp_pat
     rows = [pq.read_table(tmp_path / n / "result.parquet").to_pylist() for n in "123"]
     assert [r["cached"] for [r] in rows] == [False, False, True]
     assert json.loads(entry.read_text())["metrics"]["bytes_moved"] == 4096
+
+
+# -- 8. ADR-0011's claim fails when 1:1 beats n:1 by more than 1% ---------------------
+
+MM = "topology.cube.memory_map."
+
+
+def bw_rows(one_to_one_bw: dict[str, float]) -> pd.DataFrame:
+    """Stream rows of one local, aligned configuration (8 PEs, N = 8, g = 256, 64 KiB
+    accesses from offset 0: a multiple of the 2048 B stripe), n:1 at 200 GB/s per PE
+    and 1:1 at ``one_to_one_bw[fabric]``, under each fabric model named."""
+    out = []
+    for fabric, one in one_to_one_bw.items():
+        for mapping, bw_ in (("n_to_one", 200.0), ("one_to_one", one)):
+            flat = {
+                MM + "hbm_mapping_mode": mapping,
+                MM + "hbm_channels_per_pe": 8,
+                MM + "interleave_bytes": 256,
+                "topology.pes_per_cube": 8,
+                "workload.name": "stream",
+                "workload.pattern": "local",
+                "workload.active_pes": "all",
+                "workload.access_bytes": 65536,
+                "workload.align_offset_bytes": 0,
+                "sim.fabric": fabric,
+            }
+            link = "sip0.cube0.pe0.agg_router->sip0.cube0.hbm_ctrl"
+            metrics = {"effective_bw_gbs": bw_, "busiest_link": link}
+            out.append(make_row(flat, status="ok", metrics=metrics))
+    return pd.DataFrame(out)
+
+
+@pytest.mark.parametrize(
+    ("one", "holds", "worst"),
+    [(204.0, False, "2.00%"), (196.0, False, "2.00%"), (201.0, True, "0.50%")],
+    ids=["1:1 2% faster", "1:1 2% slower", "1:1 0.5% faster"],
+)
+def test_the_adr_0011_claim_fails_when_one_to_one_is_faster_by_more_than_1pc(one, holds, worst):
+    """ADR-0011 claims the mappings *agree* within 1% on local aligned accesses, so
+    the claim is about |1:1 / n:1 - 1|, in either direction: 204 / 200 = 1.02 is 2%
+    apart (DOES NOT HOLD), as is 196 / 200 = 0.98; 201 / 200 = 1.005 is 0.5% (HOLDS).
+    The n:1 upper bound (1:1 / n:1 <= 1.01) fails at 1.02 and holds at 0.98 and
+    1.005."""
+    adr, bound, *_ = bw.check(bw.table(bw_rows({"fair": one})))
+    assert adr.text.startswith("ADR-0011: local aligned accesses")
+    assert adr.holds is holds
+    assert f"worst |1:1/n:1 - 1| = {worst}" in adr.detail
+    assert bound.holds is (one / 200 <= 1.01)
+
+
+def test_with_both_fabric_models_the_adr_claim_stands_on_the_fair_rows():
+    """Fair: 1:1 at 204 GB/s against n:1's 200 (2% apart); reservation: equal. The
+    1:1-against-n:1 claims are judged on the fair rows, so ADR-0011 DOES NOT HOLD; the
+    booking order changed the ratio by |1.00 - 1.02| = 0.02 > 1%, which fails too."""
+    claims = bw.check(bw.table(bw_rows({"fair": 204.0, "reservation": 200.0})))
+    adr = claims[0]
+    assert adr.holds is False
+    assert adr.detail.startswith(
+        "fair model: 1 distinct configurations; worst |1:1/n:1 - 1| = 2.00%"
+    )
+    [booking] = [c for c in claims if "booking-order" in c.text]
+    assert booking.holds is False
