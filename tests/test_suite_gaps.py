@@ -30,6 +30,7 @@ from hydra.types import RunMode
 
 from kernbench import simulate
 from kernbench.app import run_job
+from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.config.schema import StreamPattern
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
@@ -360,3 +361,43 @@ def test_with_both_fabric_models_the_adr_claim_stands_on_the_fair_rows():
     )
     [booking] = [c for c in claims if "booking-order" in c.text]
     assert booking.holds is False
+
+
+# -- 9. did-you-mean for keys of more than two parts; a truncated key ----------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        (MM + "interleve_bytes", MM + "interleave_bytes"),
+        (MM + "hbm_chanel_bw_gbs", MM + "hbm_channel_bw_gbs"),
+        ("topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycle",
+         "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles"),
+        ("topology.links.pe_noc_bw", "topology.links.pe_noc_bw_gbs"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_key_of_several_parts_gets_its_suggestion(typed, meant):
+    """Keys of 3 to 6 parts with the last part mistyped by one or a few letters: the
+    one line names the key typed and suggests the one schema key whose last part is
+    that close (the last part is what is compared: its parents are shared by many)."""
+    with pytest.raises(UsageError) as info:
+        check_overrides([f"{typed}=512"])
+    assert str(info.value) == f"{typed}: no such key; did you mean {meant}?"
+
+
+@pytest.mark.parametrize(
+    "typed", ["workload.access", "topology.cube.memory", "topology.links.pcie", "workload.bytes"]
+)
+def test_a_truncated_key_is_no_such_key_not_a_node(typed):
+    """``workload.access`` is the start of ``workload.access_bytes`` but names no key
+    and no node (a node is a key followed by '.', as ``topology.cube`` is of
+    ``topology.cube.memory_map.*``): "no such key", never accepted as a prefix."""
+    with pytest.raises(UsageError) as info:
+        check_overrides([f"{typed}=4096"])
+    assert str(info.value).startswith(f"{typed}: no such key")
+
+
+def test_a_whole_node_is_still_left_to_omegaconf():
+    """The other side of the same rule: a real node (``topology.links``) passes the
+    pre-check, whose contents OmegaConf then checks."""
+    check_overrides(["topology.links={pcie_bw_gbs: 16.0}"])
