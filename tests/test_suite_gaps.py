@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import threading
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -401,3 +403,62 @@ def test_a_whole_node_is_still_left_to_omegaconf():
     """The other side of the same rule: a real node (``topology.links``) passes the
     pre-check, whose contents OmegaConf then checks."""
     check_overrides(["topology.links={pcie_bw_gbs: 16.0}"])
+
+
+# -- 10. a test that hangs fails instead of hanging the suite ------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+HANGING = """
+import subprocess
+import sys
+
+
+def test_loops_forever():
+    while True:
+        pass
+
+
+def test_waits_forever_on_a_child():
+    subprocess.run([sys.executable, "-c", "import time; time.sleep(3600)"], check=False)
+
+
+def test_after_them():
+    pass
+"""
+
+
+def test_pytest_has_a_default_timeout_that_fails_only_the_hanging_test():
+    """pyproject.toml: pytest-timeout in the ``test`` extra, and a default timeout
+    (at least 600 s: the slowest tests on a loaded 2-core machine) by SIGALRM."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    test_extra = project["project"]["optional-dependencies"]["test"]
+    assert any(req.startswith("pytest-timeout") for req in test_extra)
+    ini = project["tool"]["pytest"]["ini_options"]
+    assert ini["timeout"] >= 600
+    assert ini["timeout_method"] == "signal"
+
+
+def test_a_test_that_hangs_fails_and_the_session_goes_on(tmp_path):
+    """pytest with this project's settings (its pyproject.toml) and the timeout cut to
+    2 s, on three tests: a loop that never ends, a wait on a child that sleeps for an
+    hour, and one that passes. Each hanging test fails on its own ('Timeout') and the
+    session runs the third: 2 failed, 1 passed, exit status 1 (the thread method
+    would end the whole session at the first timeout instead)."""
+    (tmp_path / "test_hangs.py").write_text(HANGING)
+    argv = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"),
+            f"--rootdir={tmp_path}", "-p", "no:cacheprovider", "--timeout=2",
+            "-o", "addopts=", "-rfE", str(tmp_path / "test_hangs.py")]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300, check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert "2 failed, 1 passed" in proc.stdout, proc.stdout[-3000:]
+    failed = dict(
+        line.removeprefix("FAILED ").split(" - ", 1)
+        for line in proc.stdout.splitlines()
+        if line.startswith("FAILED ")
+    )
+    assert sorted(failed) == [
+        "test_hangs.py::test_loops_forever",
+        "test_hangs.py::test_waits_forever_on_a_child",
+    ]
+    assert all(why.startswith("Failed: Timeout (>2.0s)") for why in failed.values()), failed
