@@ -49,18 +49,21 @@ from tests.support import make_cfg, make_system
 # -- 1. stream writes are timed, one DMA per tile ------------------------------------
 
 
-def test_two_stores_of_one_tile_serialise_on_the_tile():
-    """PE 0 (PA, n:1, dispatch free) writes bytes_per_pe = 8192 in accesses of 4096
+@pytest.mark.parametrize("one_to_one", [False, True], ids=["n:1", "1:1"])
+def test_two_stores_of_one_tile_serialise_on_the_tile(one_to_one):
+    """PE 0 (PA, dispatch free) writes bytes_per_pe = 8192 in accesses of 4096
     with one outstanding: both stores come from the one staging tile, so the second
     may start only when the first has completed (a DMA owns its tile until it ends;
     a store only *reads* its tile, so no RAW/WAW/WAR hazard orders them: the
     one-DMA-per-tile rule alone does).
 
-    One store alone: 6 ns of route + 4096 B / 256 GB/s = 16 ns + 40 ns of HBM = 62 ns.
+    One store alone: 6 ns of route + 4096 B / 256 GB/s = 16 ns + 40 ns of HBM = 62 ns
+    (1:1: 8 channel requests of 512 B side by side, each 512 / 32 = 16 ns: the same).
     Serialised: the second is issued at 62 and ends at 2 x 62 = 124 ns. Without the
-    rule both would be issued at 0 and share the 256 GB/s link back to back: the
-    second would end at 6 + 2 x 16 + 40 = 78 ns."""
-    cfg = make_cfg(op="write", access_bytes=4096, bytes_per_pe=8192, active_pes=1, outstanding=1)
+    rule both would be issued at 0 and share the links back to back: the second
+    would end at 6 + 2 x 16 + 40 = 78 ns."""
+    cfg = make_cfg(one_to_one=one_to_one, op="write", access_bytes=4096, bytes_per_pe=8192,
+                   active_pes=1, outstanding=1)  # fmt: skip
     mm, lk = cfg.topology.cube.memory_map, cfg.topology.links
     assert (mm.hbm_channels_per_pe, mm.hbm_channel_bw_gbs) == (8, 32.0)
     assert (lk.dma_router_latency_ns, lk.router_hbm_latency_ns) == (2.0, 4.0)
@@ -440,13 +443,13 @@ def test_pytest_has_a_default_timeout_that_fails_only_the_hanging_test():
 
 def test_a_test_that_hangs_fails_and_the_session_goes_on(tmp_path):
     """pytest with this project's settings (its pyproject.toml) and the timeout cut to
-    2 s, on three tests: a loop that never ends, a wait on a child that sleeps for an
+    1 s, on three tests: a loop that never ends, a wait on a child that sleeps for an
     hour, and one that passes. Each hanging test fails on its own ('Timeout') and the
     session runs the third: 2 failed, 1 passed, exit status 1 (the thread method
     would end the whole session at the first timeout instead)."""
     (tmp_path / "test_hangs.py").write_text(HANGING)
     argv = [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"),
-            f"--rootdir={tmp_path}", "-p", "no:cacheprovider", "--timeout=2",
+            f"--rootdir={tmp_path}", "-p", "no:cacheprovider", "--timeout=1",
             "-o", "addopts=", "-rfE", str(tmp_path / "test_hangs.py")]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path,
                           timeout=300, check=False)  # fmt: skip
@@ -461,4 +464,4 @@ def test_a_test_that_hangs_fails_and_the_session_goes_on(tmp_path):
         "test_hangs.py::test_loops_forever",
         "test_hangs.py::test_waits_forever_on_a_child",
     ]
-    assert all(why.startswith("Failed: Timeout (>2.0s)") for why in failed.values()), failed
+    assert all(why.startswith("Failed: Timeout (>1.0s)") for why in failed.values()), failed
