@@ -20,6 +20,7 @@ to Hydra.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Sequence
 from dataclasses import make_dataclass
 from functools import cache
@@ -57,8 +58,13 @@ def check_overrides(overrides: Sequence[str]) -> None:
         raise UsageError(" ".join(str(exc).split())) from None
     workloads = _chosen_workloads(parsed)
     searched = _searched_options(parsed)
+    plugins = _our_plugins(parsed)
     for override in parsed:
         name = override.key_or_group
+        if name.split(".")[:2] in (["hydra", "sweeper"], ["hydra", "launcher"]):
+            if name.split(".")[1] in plugins and not override.is_delete():
+                _check_plugin_key(override)
+            continue
         if name.startswith("hydra") or override.is_delete() or override.package:
             continue
         if searched is None and "." not in name:
@@ -202,6 +208,36 @@ def _check_key(override: Override, workloads: list[str] | None) -> None:
     for value in _values(override):
         _check_type(keys[name], value)
         _check_location(name, value)
+
+
+def _our_plugins(parsed: list[Override]) -> set[str]:
+    """``sweeper`` and ``launcher`` where kernbench's own is chosen (the default)."""
+    chosen = {"sweeper": "kernbench", "launcher": "kernbench"}
+    for override in parsed:
+        kind = override.key_or_group.removeprefix("hydra/")
+        if override.key_or_group.startswith("hydra/") and kind in chosen:
+            chosen[kind] = str(override.value())
+    return {kind for kind, option in chosen.items() if option == "kernbench"}
+
+
+def _check_plugin_key(override: Override) -> None:
+    """``hydra.sweeper.chunk_size=abc``: one line naming the key and the type wanted
+    (Hydra's own answer is five lines). Bounds are the sweeper's to check."""
+    from kernbench.sweep.settings import KernbenchLauncherConf, KernbenchSweeperConf
+
+    name = override.key_or_group
+    kind, _, field = name.removeprefix("hydra.").partition(".")
+    schema = KernbenchSweeperConf if kind == "sweeper" else KernbenchLauncherConf
+    hints = {k: v for k, v in typing.get_type_hints(schema).items() if not k.startswith("_")}
+    if field.partition(".")[0] == "params":
+        return  # the grid: any keys
+    if field not in hints:
+        keys = [f"hydra.{kind}.{k}" for k in hints]
+        raise UsageError(f"{name}: no such key{did_you_mean(name, keys)}")
+    wanted = [t for t in typing.get_args(hints[field]) if t is not type(None)] or [hints[field]]
+    key = Key(name, getattr(wanted[0], "__name__", ""), "", "", wanted[0])
+    for value in _values(override):
+        _check_type(key, value)
 
 
 def _check_location(name: str, value: Any) -> None:

@@ -40,7 +40,7 @@ MIN_FREE_BYTES = 1 << 20
 def message(exc: OSError, where: Path | str | None = None) -> str:
     """``cannot write <path>: <the system's reason>``."""
     path = exc.filename if exc.filename is not None else where
-    shown = printable(os.fsdecode(path)) if path is not None else "the outputs"
+    shown = printable(os.path.abspath(os.fsdecode(path))) if path is not None else "the outputs"
     return f"cannot write {shown}: {os.strerror(exc.errno)}"
 
 

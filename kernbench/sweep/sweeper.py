@@ -166,7 +166,7 @@ class FastSweeper(Sweeper):
         max_batch_size: int | None = None,
         params: dict[str, str] | None = None,
         dry_run: bool = False,
-        chunk_size: int | None = None,
+        chunk_size: int | str | None = None,
         point_timeout_s: float | None = None,
         resume: bool = False,
     ) -> None:
@@ -224,16 +224,9 @@ class FastSweeper(Sweeper):
         self.check_settings()
         batches = self.batches(arguments)
         jobs = [job for batch in batches for job in batch]
-        sweep_dir = Path(str(self.config.hydra.sweep.dir))
         with stop.handled() as request:
             try:
-                if self.dry_run:  # writes nothing: the directory may hold another sweep
-                    callbacks.nothing_to_merge(sweep_dir)
-                    return self._sweep(batches, jobs, request)
-                outputs.check_writable(sweep_dir)
-                with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs):
-                    OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
-                    return self._sweep(batches, jobs, request)
+                return self._sweep(batches, jobs, request)
             except ConfigError as exc:
                 _refuse(exc.key, str(exc).removeprefix(f"{exc.key}: "))
             except stop.Interrupted:  # told to stop before any point ran
@@ -242,11 +235,20 @@ class FastSweeper(Sweeper):
 
     def check_settings(self) -> None:
         """The sweeper's own keys, each refused in one line before anything runs."""
-        if self.chunk_size is not None and self.chunk_size < 1:
+        size = self.chunk_size
+        if size == "auto":
+            self.chunk_size = size = None
+        if size is not None and (type(size) is not int or size < 1):
             _refuse(
                 "hydra.sweeper.chunk_size",
-                f"{self.chunk_size} is not >= 1 (points per chunk; leave it unset to size"
-                " chunks automatically)",
+                f"{size!r} is not an integer >= 1 or auto (points per chunk; auto or unset"
+                " sizes chunks automatically)",
+            )
+        batch = self.max_batch_size
+        if batch is not None and batch < 1:
+            _refuse(
+                "hydra.sweeper.max_batch_size",
+                f"{batch} is not >= 1 (points per launcher batch; leave it unset for one batch)",
             )
         timeout = self.point_timeout_s
         if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:
@@ -264,12 +266,17 @@ class FastSweeper(Sweeper):
             if local and not self.dry_run:  # workers start while the points are composed
                 self.launcher.start_workers(len(jobs), without_hydra(self.config), request)
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
-            if self.dry_run:
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            if self.dry_run:  # writes nothing: the directory may hold another sweep
+                callbacks.nothing_to_merge(sweep_dir)
                 return dry_run(plan, is_point_task(self.task_function))
             screen(plan)
-            if not is_point_task(self.task_function):
-                return self.launch_batches(batches)
-            return self.run_points(plan, Path(str(self.config.hydra.sweep.dir)), request)
+            outputs.check_writable(sweep_dir)
+            with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs):
+                OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+                if not is_point_task(self.task_function):
+                    return self.launch_batches(batches)
+                return self.run_points(plan, sweep_dir, request)
         finally:
             if local:
                 self.launcher.stop_workers()
