@@ -85,9 +85,11 @@ def test_resume_keeps_the_rows_there_and_runs_only_the_others(tmp_path):
     out = tmp_path / "sweep"
     assert sweep(tmp_path, out, *GRID, "cache=false").returncode == 0
     before = rows(out)
-    # As a sweep stopped after points 0 and 2 leaves it (no cache to serve the rest),
-    # with point 2's row an error (a timeout, say): 0 is kept, 1, 2 and 3 run.
-    kept = [before[0], {**before[2], "status": "error", "error": "stopped"}]
+    # As a sweep stopped after points 0, 1 and 2 leaves it (no cache to serve the
+    # rest), with point 1's row made by other code and point 2's an error (a timeout,
+    # say): 0 is kept; 1, 2 and 3 run.
+    other_code = {**before[1], "git_commit": "0" * 40}
+    kept = [before[0], other_code, {**before[2], "status": "error", "error": "stopped"}]
     table = pq.read_table(out / MERGED_FILE)
     write_table_atomic(table.from_pylist(kept, schema=table.schema), out / MERGED_FILE)
 
