@@ -125,6 +125,16 @@ VALIDATION_CASES = [
         "topology.links.pcie_bw_gbs",
         "0.000999 is below 0.001 GB/s",
     ),
+    (  # a cycle of 1e300 ns: times past any float's nanosecond (1 MHz: 1000 ns a cycle)
+        ["topology.pe.clock_ghz=1e-300"],
+        "topology.pe.clock_ghz",
+        "1e-300 is below 0.001 GHz (1 MHz)",
+    ),
+    (
+        ["topology.pe.attrs.pe_cost_model.clock_freq_ghz=0.000999"],
+        "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
+        "0.000999 is below 0.001 GHz",
+    ),
     (  # 2^64: beyond the int64 a result column holds
         ["workload.seed=18446744073709551616"],
         "workload.seed",
@@ -324,8 +334,8 @@ def test_a_chunk_size_below_one_is_one_error_and_writes_nothing(tmp_path, size):
     )
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
-        f"kernbench: error: hydra.sweeper.chunk_size: {size} is not >= 1 (points per chunk;"
-        " leave it unset to size chunks automatically)"
+        f"kernbench: error: hydra.sweeper.chunk_size: {size} is not an integer >= 1 or auto"
+        " (points per chunk; auto or unset sizes chunks automatically)"
     ]
     assert not sweep.exists()
 
@@ -340,3 +350,10 @@ def test_a_sweep_that_selects_no_value_is_one_error_and_writes_nothing(tmp_path)
 
 def test_the_slowest_bandwidth_allowed_is_1_mb_per_s(compose_cfg):
     validate(OmegaConf.to_object(compose_cfg("topology.links.pcie_bw_gbs=0.001")))
+
+
+def test_the_slowest_clock_allowed_is_1_mhz(compose_cfg):
+    validate(OmegaConf.to_object(compose_cfg("topology.pe.clock_ghz=0.001")))
+    validate(
+        OmegaConf.to_object(compose_cfg("topology.pe.attrs.pe_cost_model.clock_freq_ghz=0.001"))
+    )

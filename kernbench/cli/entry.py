@@ -21,7 +21,7 @@ def before_hydra(argv: Sequence[str]) -> None:
     if "--keys" in rest:
         _page("\n".join(key_table()))
     if args.help:
-        _page(help_text())
+        _page(help_text(args.overrides))
     if args.cfg == "job" and not args.multirun and args.package is None:
         raise SystemExit(show_job_config(args.overrides))
     try:

@@ -9,11 +9,13 @@ written by hand twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli.keys import Key, default_of, schema_keys
-from kernbench.cli.precheck import group_options, workloads_with
+from kernbench.cli.precheck import group_options, searched_options, workloads_with
 from kernbench.config.flatten import flatten
 from kernbench.config.store import EXPERIMENT_GROUP, conf_dir
 
@@ -41,10 +43,16 @@ def group_defaults() -> dict[str, str]:
     return found
 
 
-def groups_text() -> list[str]:
+def groups_text(searched: dict[str, list[str]] | None = None) -> list[str]:
+    """One line per group; ``searched``: the options a ``hydra.searchpath`` adds,
+    listed with their group and marked ``(searchpath)``."""
     defaults = group_defaults()
     lines = ["groups (pick one option; * marks the default):"]
-    for group, options in group_options().items():
+    groups = {group: list(options) for group, options in group_options().items()}
+    for group, options in (searched or {}).items():
+        own = groups.setdefault(group, [])
+        own.extend(f"{o} (searchpath)" for o in sorted(options) if o not in own)
+    for group, options in groups.items():
         marked = [f"{o}*" if defaults.get(group) == o else o for o in options]
         plus = "+" if group == EXPERIMENT_GROUP else ""
         lines.append(f"  {plus}{group}={' | '.join(marked)}")
@@ -91,7 +99,8 @@ def _default(key: Key, defaults: dict[str, str]) -> str:
     return value if len(value) <= 24 else value[:21] + "..."
 
 
-def help_text() -> str:
-    """The whole ``--help`` page."""
+def help_text(overrides: Sequence[str] = ()) -> str:
+    """The whole ``--help`` page; with the command line's ``overrides``, a
+    ``hydra.searchpath`` there adds its presets and group options."""
     keys = ["keys (set with key=value; units are in the names):", *key_table()]
-    return "\n".join([USAGE, *groups_text(), "", *keys])
+    return "\n".join([USAGE, *groups_text(searched_options(overrides)), "", *keys])

@@ -117,7 +117,10 @@ def limit_of(name: str) -> str:
     for suffix, _, text in SUFFIX_RULES:  # "is not > 0 (a bandwidth in GB/s)" -> "> 0"
         if name.endswith(suffix):
             words = text.split(" (")[0].removeprefix("is not ")
-            found.append(words.replace("exceeds ", "<= "))  # "exceeds 1e+06 GB/s"
+            # "exceeds 1e+06 GB/s" -> "<= 1e+06 GB/s"; "is below 0.001 GB/s" -> ">= ..."
+            found.append(words.replace("exceeds ", "<= ").replace("is below ", ">= "))
+    if "> 0" in found and any(f.startswith(">= ") for f in found):
+        found.remove("> 0")  # a lower limit above zero says it
     return ", ".join(found)
 
 

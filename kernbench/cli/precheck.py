@@ -117,6 +117,16 @@ def _values(override: Override) -> list[Any]:
     return [] if override.is_sweep_override() else [value]
 
 
+def searched_options(overrides: Sequence[str]) -> dict[str, list[str]]:
+    """The group options a command line's ``hydra.searchpath`` adds (``--help`` lists
+    them); {} if it names none, or none this process can read, or does not parse."""
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except OverrideParseException:
+        return {}
+    return _searched_options(parsed) or {}
+
+
 def _searched_options(parsed: list[Override]) -> dict[str, list[str]] | None:
     """Group options in the directories of ``hydra.searchpath=[...]`` (a user's own
     presets, as Hydra users add them), by group; None when a search path is not a

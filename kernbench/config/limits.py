@@ -36,6 +36,9 @@ MAX_BW_GBS = 1e6  # 1 PB/s: 1 KiB drains in about 1 ps
 MIN_BW_GBS = 1e-3  # 1 MB/s: 1 GiB drains in about 1000 s, the longest time a run states
 MAX_TIME_NS = 1e12  # 1000 s of simulated time
 MAX_CLOCK_GHZ = 1e3  # 1 THz
+# 1 MHz: a cycle is 1000 ns, so the most cycles a key takes (1e12) stay 1e15 ns, below
+# 2^53 ns, where a float still holds every nanosecond exactly.
+MIN_CLOCK_GHZ = 1e-3
 
 # Key suffix -> (test, the limit as the message states it). Applies to every leaf.
 SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
@@ -46,6 +49,7 @@ SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("_ns", lambda v: v <= MAX_TIME_NS, f"exceeds {MAX_TIME_NS:g} ns (1000 s)"),
     ("_ghz", lambda v: v > 0, "is not > 0 (a clock in GHz)"),
     ("_ghz", lambda v: v <= MAX_CLOCK_GHZ, f"exceeds {MAX_CLOCK_GHZ:g} GHz"),
+    ("_ghz", lambda v: v >= MIN_CLOCK_GHZ, f"is below {MIN_CLOCK_GHZ:g} GHz (1 MHz)"),
 )
 
 AT_LEAST_ONE: tuple[str, ...] = (
