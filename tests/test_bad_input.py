@@ -125,6 +125,56 @@ VALIDATION_CASES = [
         "topology.links.pcie_bw_gbs",
         "0.000999 is below 0.001 GB/s",
     ),
+    (  # fuzz: 5e-324 GHz made a cycle inf ns (an error not naming the key)
+        ["topology.pe.attrs.pe_cost_model.clock_freq_ghz=5e-324"],
+        "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
+        "5e-324 is below 0.001 GHz (1 MHz)",
+    ),
+    (["topology.pe.clock_ghz=0.0009"], "topology.pe.clock_ghz", "0.0009 is below 0.001 GHz"),
+    (  # fuzz: the message named hbm_channel_bytes only, not the key that was set
+        ["topology.cube.memory_map.hbm_pseudo_channels=1024", "topology.pes_per_cube=2"],
+        "topology.cube.memory_map.hbm_channel_bytes",
+        "2**36 = 68719476736, the PE offset field of the 51-bit PA"
+        " (topology.cube.memory_map.hbm_pseudo_channels / topology.pes_per_cube x"
+        " topology.cube.memory_map.hbm_channel_bytes)",
+    ),
+    (
+        ["topology.cube.memory_map.hbm_channel_bytes=2048"],
+        "workload.bytes_per_pe",
+        "4194304 exceeds a PE's HBM: 8 channels x 2048 bytes = 16384"
+        " (topology.cube.memory_map.hbm_pseudo_channels / topology.pes_per_cube x"
+        " topology.cube.memory_map.hbm_channel_bytes)",
+    ),
+    (
+        ["topology.cube.memory_map.interleave_bytes=1073741824"],
+        "topology.cube.memory_map.hbm_channel_bytes",
+        "is not a multiple of topology.cube.memory_map.interleave_bytes = 1073741824",
+    ),
+    (
+        [
+            "topology.pes_per_cube=1",
+            "topology.cube.memory_map.hbm_pseudo_channels=8",
+            "workload.active_pes=3",
+        ],
+        "workload.active_pes",
+        "3 is neither 'all' nor a count in 1..2 (the topology's PEs: 1 SIP x 2 cubes x 1 PEs:"
+        " topology.n_sips x topology.cubes_per_sip x topology.pes_per_cube)",
+    ),
+    (
+        ["topology.cubes_per_sip=1", "workload.pattern=hotspot", "workload.hotspot_pe=8"],
+        "workload.hotspot_pe",
+        "8 is not a PE index in 0..7 (1 SIP x 1 cubes x 8 PEs: topology.n_sips x",
+    ),
+    (
+        [
+            "workload=gqa_opt2",
+            "topology.cubes_per_sip=1",
+            "topology.pes_per_cube=1",
+            "topology.cube.memory_map.hbm_pseudo_channels=8",
+        ],
+        "workload.kv_heads",
+        "2 exceeds the topology's 1 PEs (1 SIP x 1 cubes x 1 PEs: topology.n_sips x",
+    ),
     (  # 2^64: beyond the int64 a result column holds
         ["workload.seed=18446744073709551616"],
         "workload.seed",

@@ -36,6 +36,7 @@ MAX_BW_GBS = 1e6  # 1 PB/s: 1 KiB drains in about 1 ps
 MIN_BW_GBS = 1e-3  # 1 MB/s: 1 GiB drains in about 1000 s, the longest time a run states
 MAX_TIME_NS = 1e12  # 1000 s of simulated time
 MAX_CLOCK_GHZ = 1e3  # 1 THz
+MIN_CLOCK_GHZ = 1e-3  # 1 MHz: below it a cycle's time in ns overflows (5e-324 gave inf)
 
 # Key suffix -> (test, the limit as the message states it). Applies to every leaf.
 SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
@@ -46,6 +47,7 @@ SUFFIX_RULES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
     ("_ns", lambda v: v <= MAX_TIME_NS, f"exceeds {MAX_TIME_NS:g} ns (1000 s)"),
     ("_ghz", lambda v: v > 0, "is not > 0 (a clock in GHz)"),
     ("_ghz", lambda v: v <= MAX_CLOCK_GHZ, f"exceeds {MAX_CLOCK_GHZ:g} GHz"),
+    ("_ghz", lambda v: v >= MIN_CLOCK_GHZ, f"is below {MIN_CLOCK_GHZ:g} GHz (1 MHz)"),
 )
 
 AT_LEAST_ONE: tuple[str, ...] = (

@@ -132,6 +132,22 @@ def _channels_per_pe(cfg: KernBenchConfig) -> None:
     mm.hbm_channels_per_pe = derived
 
 
+MM = "topology.cube.memory_map"
+# The keys a PE's HBM is made of, for the messages of rules that compare against it.
+PE_HBM_KEYS = f"{MM}.hbm_pseudo_channels / topology.pes_per_cube x {MM}.hbm_channel_bytes"
+TOTAL_PES_KEYS = "topology.n_sips x topology.cubes_per_sip x topology.pes_per_cube"
+
+
+def _total_pes(cfg: KernBenchConfig) -> tuple[int, str]:
+    """The topology's PE count and how it is made, naming the keys."""
+    topo = cfg.topology
+    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    return total, (
+        f"{topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs:"
+        f" {TOTAL_PES_KEYS}"
+    )
+
+
 def pe_hbm_bytes(cfg: KernBenchConfig) -> int:
     """Bytes of HBM one PE owns (after ``hbm_channels_per_pe`` is derived)."""
     mm = cfg.topology.cube.memory_map
@@ -146,7 +162,7 @@ def _pe_hbm_fits_pa(cfg: KernBenchConfig) -> None:
             "topology.cube.memory_map.hbm_channel_bytes",
             f"{mm.hbm_channels_per_pe} channels x {mm.hbm_channel_bytes} bytes ="
             f" {pe_hbm_bytes(cfg)} bytes per PE exceeds 2**{OFFSET_BITS} = {limit},"
-            " the PE offset field of the 51-bit PA",
+            f" the PE offset field of the 51-bit PA ({PE_HBM_KEYS})",
         )
 
 
@@ -156,14 +172,12 @@ def _active_pes(cfg: KernBenchConfig) -> None:
     value = get_key(cfg, "workload.active_pes")
     if value is ABSENT or value == "all":
         return
-    topo = cfg.topology
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= total:
         raise ConfigError(
             "workload.active_pes",
-            f"{value} is neither 'all' nor a count in 1..{total} (the topology's PEs:"
-            f" {topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs)",
+            f"{value} is neither 'all' nor a count in 1..{total} (the topology's PEs: {made_of})",
         )
     cfg.workload.active_pes = str(int(text))
 
@@ -186,7 +200,7 @@ def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
         raise ConfigError(
             "workload.bytes_per_pe",
             f"{value} exceeds a PE's HBM: {mm.hbm_channels_per_pe} channels x"
-            f" {mm.hbm_channel_bytes} bytes = {pe_hbm_bytes(cfg)}",
+            f" {mm.hbm_channel_bytes} bytes = {pe_hbm_bytes(cfg)} ({PE_HBM_KEYS})",
         )
 
 
@@ -196,7 +210,7 @@ def _interleave_fits_channel(cfg: KernBenchConfig) -> None:
     if mm.hbm_channel_bytes % mm.interleave_bytes:
         raise ConfigError(
             "topology.cube.memory_map.hbm_channel_bytes",
-            f"{mm.hbm_channel_bytes} is not a multiple of interleave_bytes ="
+            f"{mm.hbm_channel_bytes} is not a multiple of {MM}.interleave_bytes ="
             f" {mm.interleave_bytes} (each channel must hold whole interleave granules)",
         )
 
@@ -235,12 +249,11 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
             "workload.query_heads",
             f"{w.query_heads} is not divisible by workload.kv_heads = {w.kv_heads}",
         )
-    topo = cfg.topology
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     if w.kv_heads > total:
         raise ConfigError(
             "workload.kv_heads",
-            f"{w.kv_heads} exceeds the topology's {total} PEs (one per KV head)",
+            f"{w.kv_heads} exceeds the topology's {total} PEs ({made_of}; one per KV head)",
         )
     if w.sub_tiles > w.tile_tokens:
         raise ConfigError(
@@ -254,10 +267,11 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
     if pattern is ABSENT:
         return
     topo, w = cfg.topology, cfg.workload
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     if not 0 <= w.hotspot_pe < total:
         raise ConfigError(
-            "workload.hotspot_pe", f"{w.hotspot_pe} is not a PE index in 0..{total - 1}"
+            "workload.hotspot_pe",
+            f"{w.hotspot_pe} is not a PE index in 0..{total - 1} ({made_of})",
         )
     if pattern.value == "neighbor" and topo.pes_per_cube < 2:
         raise ConfigError(
@@ -265,7 +279,8 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
         )
     if pattern.value == "cross_cube" and topo.n_sips * topo.cubes_per_sip < 2:
         raise ConfigError(
-            "workload.pattern", "cross_cube needs 2 or more cubes (n_sips x cubes_per_sip)"
+            "workload.pattern",
+            "cross_cube needs 2 or more cubes (topology.n_sips x topology.cubes_per_sip)",
         )
 
 
