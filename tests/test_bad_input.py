@@ -175,6 +175,46 @@ VALIDATION_CASES = [
         "workload.kv_heads",
         "2 exceeds the topology's 1 PEs (1 SIP x 1 cubes x 1 PEs: topology.n_sips x",
     ),
+    # Triton, before any allocation (were torch/interpreter tracebacks, or host memory)
+    (["workload=triton", "workload.size=0"], "workload.size", "0 is not >= 1 (a tensor size)"),
+    (
+        ["workload=triton", "workload.block_size=4194304"],
+        "workload.block_size",
+        "makes a block of 4194304 elements (workload.block_size = 4194304), more than"
+        " Triton's largest block, 1048576 elements",
+    ),
+    (
+        ["workload=triton", "workload.kernel=softmax", "workload.cols=1048577"],
+        "workload.cols",
+        "makes a block of 2097152 elements (workload.cols = 1048577)",
+    ),
+    (
+        ["workload=triton", "workload.kernel=matmul", "workload.block_k=65536"],
+        "workload.block_k",
+        "makes a block of 4194304 elements (workload.block_m = 64, workload.block_k = 65536)",
+    ),
+    (
+        ["workload=triton", "workload.size=9223372036854775807"],
+        "workload.size",
+        "9223372036854775807: vector_add's tensors hold 3 x size (x, y, out) ="
+        " 27670116110564327421 elements of 4 B",
+    ),
+    (
+        ["workload=triton", "workload.pes=1", "workload.size=268435456"],
+        "workload.size",
+        "= 3221225472 bytes, more than the HBM of the 1 PEs they are placed on (workload.pes):"
+        " 1 x 2147483648 = 2147483648 bytes",
+    ),
+    (
+        ["workload=triton", "workload.kernel=matmul", "workload.m=131072", "workload.k=131072"],
+        "workload.m",
+        "matmul's tensors hold m x k + k x n + m x n",
+    ),
+    (
+        ["workload=triton", "workload.placement=replicate", "workload.size=2147483648"],
+        "workload.size",
+        "more than the HBM of the 8 PEs they are placed on (one cube's PEs (replicate))",
+    ),
     (  # 2^64: beyond the int64 a result column holds
         ["workload.seed=18446744073709551616"],
         "workload.seed",

@@ -240,6 +240,48 @@ def test_gqa_overrides_never_lose_a_table(driver, pairs):
     _fuzz(driver, GQA_BASE, pairs)
 
 
+TRITON_BASE = [
+    "topology=small",
+    "workload=triton",
+    *(
+        f"workload.{k}={v}"
+        for k, v in dict(
+            size=64, block_size=16, rows=4, cols=8, m=16, n=16, k=16, block_m=16, block_n=16,
+            block_k=16, num_heads=2, num_kv_heads=1, seq_len=16, head_dim=16,
+        ).items()
+    ),
+]  # fmt: skip
+TRITON_KEYS = [k for k in _keys("base_triton") if k.startswith("workload.")] + [
+    "topology.pes_per_cube",
+    "topology.cube.memory_map.hbm_channel_bytes",
+    "address.model",
+]
+KERNELS = [
+    "vector_add",
+    "softmax",
+    "matmul",
+    "layer_norm",
+    "decode_attention",
+    "os:path",  # not a @triton.jit function, no case function
+    "json:loads",
+    "kernbench.triton.kernels:vector_add",  # a kernel without its case beside it
+    "kernbench.triton.cases:vector_add",  # a case function, not a kernel
+    "nosuch.module:fn",
+    "kernbench.triton.kernels:nosuch",
+    "../x:y",
+]
+
+
+@pytest.mark.slow
+@settings(FUZZ, max_examples=40)
+@given(data=st.data(), pairs=overrides(TRITON_KEYS))
+def test_triton_overrides_never_lose_a_table(driver, data, pairs):
+    pytest.importorskip("triton")
+    kernel = data.draw(st.sampled_from(KERNELS), label="kernel")
+    pairs = [("workload.kernel", kernel), *[p for p in pairs if p[0] != "workload.kernel"]]
+    _fuzz(driver, TRITON_BASE, pairs)
+
+
 SWEEP_BASE = ("topology=small", "workload.bytes_per_pe=4096", "workload.access_bytes=1024")
 SWEEP_KEYS = [k for k in STREAM_KEYS if not k.startswith("sim.")]
 SWEEP_VALUES = st.one_of(
