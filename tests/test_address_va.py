@@ -161,3 +161,45 @@ def test_va_space_exhaustion_names_the_space_and_its_capacity():
         AllocationError, match=r"device VA space: cannot allocate .*\(capacity 1048576\)"
     ):
         va.alloc(1 << 20)
+
+
+@pytest.mark.parametrize(("model", "mapping"), [("va", "n_to_one"), ("la", "one_to_one")])
+def test_a_channel_count_that_is_not_a_power_of_two_runs(model, mapping):
+    """Found by the override fuzz: 34 pseudo-channels over 2 PEs (17 per PE) put each
+    HBM allocation on a 17 x 256 B stripe, not a page: VA mapping failed ("not aligned
+    to the page size"). Allocations now align to both (their least common multiple)."""
+    from kernbench import simulate
+    from kernbench.address.pa_model import hbm_alignment
+    from kernbench.config.schema import (
+        AddressModel,
+        HbmMappingMode,
+        KernBenchConfig,
+        StreamWorkloadConfig,
+    )
+
+    cfg = KernBenchConfig(workload=StreamWorkloadConfig(bytes_per_pe=8192, access_bytes=1024))
+    cfg.topology.pes_per_cube = 2
+    cfg.topology.cube.memory_map.hbm_pseudo_channels = 34
+    cfg.topology.cube.memory_map.hbm_mapping_mode = HbmMappingMode(mapping)
+    cfg.address.model = AddressModel(model)
+    result = simulate.run(cfg)
+    assert result.metrics["bytes_moved"] == 4 * 8192
+    align = hbm_alignment(System(simulate.validate(cfg)).graph)
+    assert align % 4096 == 0 and align % (17 * 256) == 0
+
+
+def test_a_tensor_freed_by_the_collector_after_a_failure_raises_nothing(monkeypatch):
+    """A failed run's tensors are freed by ``Tensor.__del__``; an unmap that fails then
+    (the run's error already reported) printed a second traceback ("Exception ignored")."""
+    system, ctx = make_system()
+    tensor = ctx.deploy(4096)
+
+    def broken(t):
+        raise AddressFault("the system is in a failed state")
+
+    monkeypatch.setattr(ctx, "free", broken)
+    seen = []
+    monkeypatch.setattr("sys.unraisablehook", seen.append)
+    del tensor
+    gc.collect()
+    assert seen == []

@@ -125,15 +125,95 @@ VALIDATION_CASES = [
         "topology.links.pcie_bw_gbs",
         "0.000999 is below 0.001 GB/s",
     ),
-    (  # a cycle of 1e300 ns: times past any float's nanosecond (1 MHz: 1000 ns a cycle)
-        ["topology.pe.clock_ghz=1e-300"],
-        "topology.pe.clock_ghz",
-        "1e-300 is below 0.001 GHz (1 MHz)",
+    (  # fuzz: 5e-324 GHz made a cycle inf ns (an error not naming the key)
+        ["topology.pe.attrs.pe_cost_model.clock_freq_ghz=5e-324"],
+        "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
+        "5e-324 is below 0.001 GHz (1 MHz)",
+    ),
+    (["topology.pe.clock_ghz=0.0009"], "topology.pe.clock_ghz", "0.0009 is below 0.001 GHz"),
+    (  # fuzz: the message named hbm_channel_bytes only, not the key that was set
+        ["topology.cube.memory_map.hbm_pseudo_channels=1024", "topology.pes_per_cube=2"],
+        "topology.cube.memory_map.hbm_channel_bytes",
+        "2**36 = 68719476736, the PE offset field of the 51-bit PA"
+        " (topology.cube.memory_map.hbm_pseudo_channels / topology.pes_per_cube x"
+        " topology.cube.memory_map.hbm_channel_bytes)",
     ),
     (
-        ["topology.pe.attrs.pe_cost_model.clock_freq_ghz=0.000999"],
-        "topology.pe.attrs.pe_cost_model.clock_freq_ghz",
-        "0.000999 is below 0.001 GHz",
+        ["topology.cube.memory_map.hbm_channel_bytes=2048"],
+        "workload.bytes_per_pe",
+        "4194304 exceeds a PE's HBM: 8 channels x 2048 bytes = 16384"
+        " (topology.cube.memory_map.hbm_pseudo_channels / topology.pes_per_cube x"
+        " topology.cube.memory_map.hbm_channel_bytes)",
+    ),
+    (
+        ["topology.cube.memory_map.interleave_bytes=1073741824"],
+        "topology.cube.memory_map.hbm_channel_bytes",
+        "is not a multiple of topology.cube.memory_map.interleave_bytes = 1073741824",
+    ),
+    (
+        [
+            "topology.pes_per_cube=1",
+            "topology.cube.memory_map.hbm_pseudo_channels=8",
+            "workload.active_pes=3",
+        ],
+        "workload.active_pes",
+        "3 is neither 'all' nor a count in 1..2 (the topology's PEs: 1 SIP x 2 cubes x 1 PEs:"
+        " topology.n_sips x topology.cubes_per_sip x topology.pes_per_cube)",
+    ),
+    (
+        ["topology.cubes_per_sip=1", "workload.pattern=hotspot", "workload.hotspot_pe=8"],
+        "workload.hotspot_pe",
+        "8 is not a PE index in 0..7 (1 SIP x 1 cubes x 8 PEs: topology.n_sips x",
+    ),
+    (
+        [
+            "workload=gqa_opt2",
+            "topology.cubes_per_sip=1",
+            "topology.pes_per_cube=1",
+            "topology.cube.memory_map.hbm_pseudo_channels=8",
+        ],
+        "workload.kv_heads",
+        "2 exceeds the topology's 1 PEs (1 SIP x 1 cubes x 1 PEs: topology.n_sips x",
+    ),
+    # Triton, before any allocation (were torch/interpreter tracebacks, or host memory)
+    (["workload=triton", "workload.size=0"], "workload.size", "0 is not >= 1 (a tensor size)"),
+    (
+        ["workload=triton", "workload.block_size=4194304"],
+        "workload.block_size",
+        "makes a block of 4194304 elements (workload.block_size = 4194304), more than"
+        " Triton's largest block, 1048576 elements",
+    ),
+    (
+        ["workload=triton", "workload.kernel=softmax", "workload.cols=1048577"],
+        "workload.cols",
+        "makes a block of 2097152 elements (workload.cols = 1048577)",
+    ),
+    (
+        ["workload=triton", "workload.kernel=matmul", "workload.block_k=65536"],
+        "workload.block_k",
+        "makes a block of 4194304 elements (workload.block_m = 64, workload.block_k = 65536)",
+    ),
+    (
+        ["workload=triton", "workload.size=9223372036854775807"],
+        "workload.size",
+        "9223372036854775807: vector_add's tensors hold 3 x size (x, y, out) ="
+        " 27670116110564327421 elements of 4 B",
+    ),
+    (
+        ["workload=triton", "workload.pes=1", "workload.size=268435456"],
+        "workload.size",
+        "= 3221225472 bytes, more than the HBM of the 1 PEs they are placed on (workload.pes):"
+        " 1 x 2147483648 = 2147483648 bytes",
+    ),
+    (
+        ["workload=triton", "workload.kernel=matmul", "workload.m=131072", "workload.k=131072"],
+        "workload.m",
+        "matmul's tensors hold m x k + k x n + m x n",
+    ),
+    (
+        ["workload=triton", "workload.placement=replicate", "workload.size=2147483648"],
+        "workload.size",
+        "more than the HBM of the 8 PEs they are placed on (one cube's PEs (replicate))",
     ),
     (  # 2^64: beyond the int64 a result column holds
         ["workload.seed=18446744073709551616"],

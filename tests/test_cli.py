@@ -58,6 +58,45 @@ def test_override_that_cannot_be_right_is_one_line(override, line):
     assert str(info.value) == line
 
 
+# Found by tests/test_override_fuzz.py: each was Hydra's report (several lines, or a
+# line not naming the override) through `kernbench`; now one line naming it, exit 1.
+FUZZ_FOUND = [
+    (  # a lexer error: Hydra's message does not say which override it is in
+        ["topology=small", "address.model==)"],
+        "kernbench: error: address.model==): mismatched input '='",
+    ),
+    (  # null on a key that cannot be unset: "Error merging override", 3 lines
+        ["address.model=null"],
+        "kernbench: error: address.model=null: not one of pa, va, la (it cannot be unset)",
+    ),
+    (
+        ["topology.n_sips=null"],
+        "kernbench: error: topology.n_sips=null: not an integer (it cannot be unset)",
+    ),
+    (  # a sweep without -m: Hydra's "Ambiguous value", 5 lines
+        ["workload.seed=1,2"],
+        "kernbench: error: workload.seed=1,2: a sweep of values needs -m (--multirun)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "line"), FUZZ_FOUND, ids=lambda v: str(v))
+def test_fuzz_found_overrides_are_one_line_before_hydra(capsys, argv, line):
+    from kernbench.cli.entry import before_hydra
+
+    with pytest.raises(SystemExit) as info:
+        before_hydra(argv)
+    assert info.value.code == 1
+    [got] = capsys.readouterr().err.splitlines()
+    assert got.startswith(line), got
+
+
+def test_null_is_allowed_where_the_schema_is_optional_and_sweeps_with_m():
+    check_overrides(["topology.cube.memory_map.hbm_channels_per_pe=null"], multirun=False)
+    check_overrides(["workload.seed=1,2"], multirun=True)
+    check_overrides(["topology.name='a,b'"], multirun=False)  # quoted: one value (text)
+
+
 def test_workload_key_is_checked_against_the_chosen_workload():
     with pytest.raises(UsageError, match=r"^workload.access_bytes: not a key of workload gqa_opt3"):
         check_overrides(["workload=gqa_opt3", "workload.access_bytes=4096"])

@@ -116,7 +116,55 @@ def test_bad_triton_keys_are_one_error_naming_the_key(override, message):
     from kernbench.errors import ConfigError
     from kernbench.triton.accelerator import compose_config
 
-    cfg = compose_config(["topology=small", override])
-    with pytest.raises(ConfigError) as err:
-        simulate.run(cfg)
+    with pytest.raises(ConfigError) as err:  # by validation (sizes), or by the run
+        simulate.run(compose_config(["topology=small", override]))
     assert str(err.value).startswith(message)
+
+
+NOT_A_KERNEL = """
+def scale(x):
+    return x
+
+
+def scale_case(acc, w):
+    raise AssertionError("never called: scale is not a kernel")
+"""
+
+JIT_NO_CASE = "import triton\n@triton.jit\ndef k(x):\n    pass\nk_case = 3\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "kernel", "message"),
+    [
+        (NOT_A_KERNEL, "notkernel:scale", "notkernel:scale: 'scale' is a function, not a"),
+        ("raise RuntimeError('boom')", "boomkernel:k", "importing 'boomkernel' failed: Runtime"),
+        ("def k(:\n", "synkernel:k", "importing 'synkernel' failed: SyntaxError"),
+        (JIT_NO_CASE, "nocase:k", "nocase.k_case is not a function"),
+        ("x = 1", "plain:k", "plain must define both 'k' and its case function k_case"),
+    ],
+)
+def test_a_kernel_that_is_not_a_triton_jit_function_is_one_error(
+    tmp_path, monkeypatch, source, kernel, message
+):
+    """``workload.kernel=module:fn`` must name a @triton.jit function with its case
+    beside it; a module that fails to import, a plain function or a case that is not a
+    function each name workload.kernel (some were tracebacks)."""
+    from kernbench.errors import ConfigError
+    from kernbench.triton.workload import case_function
+
+    (tmp_path / f"{kernel.split(':')[0]}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        case_function(kernel)
+    assert str(err.value).startswith(f"workload.kernel: {message}"), str(err.value)
+
+
+def test_a_plain_function_as_kernel_is_one_line_through_the_app(tmp_path, run_app):
+    (tmp_path / "notkernel.py").write_text(NOT_A_KERNEL)
+    run = run_app("topology=small", "workload=triton", "workload.kernel=notkernel:scale")
+    assert run.returncode == 1
+    assert run.stderr.splitlines() == [
+        "kernbench: error: workload.kernel: notkernel:scale: 'scale' is a function,"
+        " not a @triton.jit function"
+    ]
+    assert [r["status"] for r in run.rows()] == ["error"]

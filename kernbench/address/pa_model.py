@@ -8,6 +8,8 @@ the VA and LA models resolve into.
 
 from __future__ import annotations
 
+import math
+
 from kernbench.address import interleave
 from kernbench.address.models import Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
@@ -87,10 +89,12 @@ def _pe_offset(channel_offset: int, channel: int, granule: int, n: int) -> int:
 
 
 def hbm_alignment(graph: TopologyGraph) -> int:
-    """Alignment of every HBM allocation: a page, and a whole interleave stripe (g x N),
-    so that an LA 1:1 segment starts on channel 0 and covers whole stripes."""
+    """Alignment of every HBM allocation: whole pages, and whole interleave stripes
+    (g x N), so that an LA 1:1 segment starts on channel 0 and covers whole stripes.
+    Their least common multiple: with N not a power of two (17 channels per PE) the
+    larger of the two is not a multiple of the page, and VA mappings failed."""
     mm = graph.config.cube.memory_map
-    return max(graph.config.pe_mmu.page_size, mm.interleave_bytes * graph.channels_per_pe)
+    return math.lcm(graph.config.pe_mmu.page_size, mm.interleave_bytes * graph.channels_per_pe)
 
 
 class PaModel:

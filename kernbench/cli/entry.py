@@ -25,7 +25,7 @@ def before_hydra(argv: Sequence[str]) -> None:
     if args.cfg == "job" and not args.multirun and args.package is None:
         raise SystemExit(show_job_config(args.overrides))
     try:
-        check_overrides(args.overrides)
+        check_overrides(args.overrides, multirun=args.multirun)
     except UsageError as exc:
         print(f"kernbench: error: {exc}", file=sys.stderr)
         raise SystemExit(1) from None

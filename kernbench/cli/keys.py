@@ -28,7 +28,7 @@ from kernbench.config.limits import (
     SUFFIX_RULES,
 )
 from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
-from kernbench.config.validate import GQA_AT_LEAST_ONE
+from kernbench.config.validate import GQA_AT_LEAST_ONE, TRITON_SIZES
 from kernbench.units import unit_of
 
 # Limits a single key's rule table cannot state (cross-field rules of validate.py).
@@ -42,6 +42,9 @@ CROSS_FIELD_LIMITS: dict[str, str] = {
     "workload.query_heads": "divisible by kv_heads",
     "workload.kv_heads": "<= total PEs",
     "workload.sub_tiles": "<= tile_tokens",
+    "workload.size": "a shipped kernel's tensors <= the HBM of their PEs",
+    "workload.block_size": "<= 2^20 elements (Triton's largest block)",
+    "workload.kernel": "a shipped kernel, or pkg.module:fn naming a @triton.jit function",
 }
 
 
@@ -104,7 +107,7 @@ def type_name(hint: Any) -> str:
 def limit_of(name: str) -> str:
     """The limit the validation rules put on ``name``, in words ('' when none)."""
     found = [text for key, text in CROSS_FIELD_LIMITS.items() if key == name]
-    if name in AT_LEAST_ONE or name in GQA_AT_LEAST_ONE:
+    if name in AT_LEAST_ONE or name in GQA_AT_LEAST_ONE or name in TRITON_SIZES:
         found.append(">= 1")
     if name in NON_NEGATIVE:
         found.append(">= 0")

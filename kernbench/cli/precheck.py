@@ -48,14 +48,19 @@ class UsageError(Exception):
     """One line naming what was typed, what is allowed and, if close, what was meant."""
 
 
-def check_overrides(overrides: Sequence[str]) -> None:
-    """Raise :class:`UsageError` for the first override that cannot be right."""
+def check_overrides(overrides: Sequence[str], multirun: bool = True) -> None:
+    """Raise :class:`UsageError` for the first override that cannot be right. Without
+    ``multirun`` (a single run) an override may not sweep."""
     for line in overrides:
         _check_text(line)
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except OverrideParseException as exc:  # Hydra's grammar: its words, on one line
-        raise UsageError(" ".join(str(exc).split())) from None
+    parsed = _parse(list(overrides))
+    if not multirun:
+        for override in parsed:
+            if override.is_sweep_override():
+                raise UsageError(
+                    f"{override.input_line}: a sweep of values needs -m (--multirun); one"
+                    f" value holding a comma is quoted: {override.key_or_group}='a,b'"
+                )
     workloads = _chosen_workloads(parsed)
     searched = _searched_options(parsed)
     plugins = _our_plugins(parsed)
@@ -85,6 +90,24 @@ def _check_text(line: str) -> None:
     except UnicodeEncodeError:
         key, _, value = printable(line).partition("=")
         raise UsageError(f"{key}: the value {value} is not UTF-8 text") from None
+
+
+def _parse(overrides: list[str]) -> list[Override]:
+    """Hydra's parse of the overrides; a syntax error is Hydra's words on one line,
+    after the override it is in (Hydra's message does not say which)."""
+    parser = OverridesParser.create()
+    try:
+        return parser.parse_overrides(overrides)
+    except OverrideParseException as exc:
+        text = " ".join(str(exc).split())
+        for line in overrides:
+            try:
+                parser.parse_overrides([line])
+            except OverrideParseException as one:
+                text = " ".join(str(one).split())
+                text = text if line in text else f"{line}: {text}"
+                break
+        raise UsageError(text) from None
 
 
 @cache
@@ -284,9 +307,14 @@ def _check_workload_key(name: str, workloads: list[str]) -> None:
 
 def _check_type(key: Key, value: Any) -> None:
     """Assign ``value`` to a typed node as OmegaConf would; say what was expected."""
-    if value is None or (isinstance(value, str) and "${" in value):
+    if isinstance(value, str) and "${" in value:
         return
     if key.field_type is Any:
+        return
+    if value is None:
+        if type(None) not in typing.get_args(key.field_type):  # only Optional keys take null
+            allowed = f"one of {', '.join(key.choices)}" if key.choices else KINDS.get(key.type)
+            raise UsageError(f"{key.name}=null: not {allowed or key.type} (it cannot be unset)")
         return
     try:
         typed = OmegaConf.structured(_holder(key.field_type))

@@ -132,6 +132,22 @@ def _channels_per_pe(cfg: KernBenchConfig) -> None:
     mm.hbm_channels_per_pe = derived
 
 
+MM = "topology.cube.memory_map"
+# The keys a PE's HBM is made of, for the messages of rules that compare against it.
+PE_HBM_KEYS = f"{MM}.hbm_pseudo_channels / topology.pes_per_cube x {MM}.hbm_channel_bytes"
+TOTAL_PES_KEYS = "topology.n_sips x topology.cubes_per_sip x topology.pes_per_cube"
+
+
+def _total_pes(cfg: KernBenchConfig) -> tuple[int, str]:
+    """The topology's PE count and how it is made, naming the keys."""
+    topo = cfg.topology
+    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    return total, (
+        f"{topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs:"
+        f" {TOTAL_PES_KEYS}"
+    )
+
+
 def pe_hbm_bytes(cfg: KernBenchConfig) -> int:
     """Bytes of HBM one PE owns (after ``hbm_channels_per_pe`` is derived)."""
     mm = cfg.topology.cube.memory_map
@@ -146,7 +162,7 @@ def _pe_hbm_fits_pa(cfg: KernBenchConfig) -> None:
             "topology.cube.memory_map.hbm_channel_bytes",
             f"{mm.hbm_channels_per_pe} channels x {mm.hbm_channel_bytes} bytes ="
             f" {pe_hbm_bytes(cfg)} bytes per PE exceeds 2**{OFFSET_BITS} = {limit},"
-            " the PE offset field of the 51-bit PA",
+            f" the PE offset field of the 51-bit PA ({PE_HBM_KEYS})",
         )
 
 
@@ -156,14 +172,12 @@ def _active_pes(cfg: KernBenchConfig) -> None:
     value = get_key(cfg, "workload.active_pes")
     if value is ABSENT or value == "all":
         return
-    topo = cfg.topology
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     text = str(value).strip()
     if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= total:
         raise ConfigError(
             "workload.active_pes",
-            f"{value} is neither 'all' nor a count in 1..{total} (the topology's PEs:"
-            f" {topo.n_sips} SIP x {topo.cubes_per_sip} cubes x {topo.pes_per_cube} PEs)",
+            f"{value} is neither 'all' nor a count in 1..{total} (the topology's PEs: {made_of})",
         )
     cfg.workload.active_pes = str(int(text))
 
@@ -186,7 +200,7 @@ def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
         raise ConfigError(
             "workload.bytes_per_pe",
             f"{value} exceeds a PE's HBM: {mm.hbm_channels_per_pe} channels x"
-            f" {mm.hbm_channel_bytes} bytes = {pe_hbm_bytes(cfg)}",
+            f" {mm.hbm_channel_bytes} bytes = {pe_hbm_bytes(cfg)} ({PE_HBM_KEYS})",
         )
 
 
@@ -196,7 +210,7 @@ def _interleave_fits_channel(cfg: KernBenchConfig) -> None:
     if mm.hbm_channel_bytes % mm.interleave_bytes:
         raise ConfigError(
             "topology.cube.memory_map.hbm_channel_bytes",
-            f"{mm.hbm_channel_bytes} is not a multiple of interleave_bytes ="
+            f"{mm.hbm_channel_bytes} is not a multiple of {MM}.interleave_bytes ="
             f" {mm.interleave_bytes} (each channel must hold whole interleave granules)",
         )
 
@@ -235,12 +249,11 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
             "workload.query_heads",
             f"{w.query_heads} is not divisible by workload.kv_heads = {w.kv_heads}",
         )
-    topo = cfg.topology
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     if w.kv_heads > total:
         raise ConfigError(
             "workload.kv_heads",
-            f"{w.kv_heads} exceeds the topology's {total} PEs (one per KV head)",
+            f"{w.kv_heads} exceeds the topology's {total} PEs ({made_of}; one per KV head)",
         )
     if w.sub_tiles > w.tile_tokens:
         raise ConfigError(
@@ -254,10 +267,11 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
     if pattern is ABSENT:
         return
     topo, w = cfg.topology, cfg.workload
-    total = topo.n_sips * topo.cubes_per_sip * topo.pes_per_cube
+    total, made_of = _total_pes(cfg)
     if not 0 <= w.hotspot_pe < total:
         raise ConfigError(
-            "workload.hotspot_pe", f"{w.hotspot_pe} is not a PE index in 0..{total - 1}"
+            "workload.hotspot_pe",
+            f"{w.hotspot_pe} is not a PE index in 0..{total - 1} ({made_of})",
         )
     if pattern.value == "neighbor" and topo.pes_per_cube < 2:
         raise ConfigError(
@@ -265,7 +279,120 @@ def _stream_pattern(cfg: KernBenchConfig) -> None:
         )
     if pattern.value == "cross_cube" and topo.n_sips * topo.cubes_per_sip < 2:
         raise ConfigError(
-            "workload.pattern", "cross_cube needs 2 or more cubes (n_sips x cubes_per_sip)"
+            "workload.pattern",
+            "cross_cube needs 2 or more cubes (topology.n_sips x topology.cubes_per_sip)",
+        )
+
+
+# Triton workload (DESIGN §10): tensor sizes, and what the kernel's tensors need.
+TRITON_SIZES: tuple[str, ...] = tuple(
+    f"workload.{k}"
+    for k in ("size", "rows", "cols", "m", "n", "k", "num_heads", "num_kv_heads", "seq_len")
+)  # head_dim is one of GQA_AT_LEAST_ONE (both workloads have it)
+# Triton's largest block (triton.language.TRITON_MAX_TENSOR_NUMEL): a larger one was a
+# ValueError traceback from the interpreter.
+TRITON_MAX_BLOCK = 1 << 20
+# Bytes per element of torch's floating dtypes, by the name workload.dtype gives.
+DTYPE_BYTES = {
+    "float16": 2,
+    "half": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float": 4,
+    "float64": 8,
+    "double": 8,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+}
+
+
+def _triton_sizes(cfg: KernBenchConfig) -> None:
+    for key, value in present(cfg, TRITON_SIZES):
+        if value < 1:
+            raise ConfigError(key, f"{value} is not >= 1 (a tensor size)")
+
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _triton_blocks(w: Any) -> list[tuple[tuple[str, ...], int]]:
+    """(the keys, elements) of each block a shipped kernel makes from its keys."""
+    if w.kernel == "vector_add":
+        return [(("block_size",), w.block_size)]
+    if w.kernel in ("softmax", "layer_norm"):  # a row's block: cols to a power of 2
+        return [(("cols",), _next_power_of_2(w.cols))]
+    if w.kernel == "matmul":
+        m, n, k = w.block_m, w.block_n, w.block_k
+        return [(("block_m", "block_k"), m * k), (("block_k", "block_n"), k * n)] + [
+            (("block_m", "block_n"), m * n)
+        ]
+    if w.kernel == "decode_attention":
+        group = w.num_heads // max(w.num_kv_heads, 1)
+        return [(("block_n", "head_dim"), w.block_n * w.head_dim)] + [
+            (("num_heads", "num_kv_heads", "head_dim"), group * w.head_dim)
+        ]
+    return []
+
+
+def _triton_tensors(w: Any) -> tuple[str, int, str] | None:
+    """(the largest size key, elements of every tensor, how) of a shipped kernel."""
+    if w.kernel == "vector_add":
+        return "workload.size", 3 * w.size, "3 x size (x, y, out)"
+    if w.kernel == "softmax":
+        return _largest(w, "rows", "cols"), 2 * w.rows * w.cols, "2 x rows x cols"
+    if w.kernel == "layer_norm":
+        elements = 2 * w.rows * w.cols + 2 * w.cols
+        return _largest(w, "rows", "cols"), elements, "2 x rows x cols + 2 x cols"
+    if w.kernel == "matmul":
+        elements = w.m * w.k + w.k * w.n + w.m * w.n
+        return _largest(w, "m", "n", "k"), elements, "m x k + k x n + m x n"
+    if w.kernel == "decode_attention":
+        elements = 2 * w.num_heads * w.head_dim + 2 * w.num_kv_heads * w.seq_len * w.head_dim
+        key = _largest(w, "num_kv_heads", "seq_len", "head_dim")
+        return key, elements, "2 x num_heads x head_dim + 2 x num_kv_heads x seq_len x head_dim"
+    return None  # a user's kernel: its case function says what it allocates
+
+
+def _largest(w: Any, *names: str) -> str:
+    return "workload." + max(names, key=lambda n: getattr(w, n))
+
+
+def _triton_fits(cfg: KernBenchConfig) -> None:
+    """A shipped kernel's blocks within Triton's limit, and its tensors within the HBM
+    of the PEs they are placed on (``workload.pes`` of them; under ``replicate`` every
+    cube holds a copy: one cube's PEs), before anything is allocated: a size past it
+    was a torch traceback, or host memory exhausted."""
+    w = cfg.workload
+    if get_key(cfg, "workload.kernel") is ABSENT:
+        return
+    for names, elements in _triton_blocks(w):
+        if elements > TRITON_MAX_BLOCK:
+            given = ", ".join(f"workload.{n} = {getattr(w, n)}" for n in names)
+            raise ConfigError(
+                _largest(w, *names),
+                f"makes a block of {elements} elements ({given}), more than Triton's"
+                f" largest block, {TRITON_MAX_BLOCK} elements",
+            )
+    found, elem = _triton_tensors(w), DTYPE_BYTES.get(str(w.dtype))
+    topo = cfg.topology
+    total, _ = _total_pes(cfg)
+    pes = total if w.pes == "all" else w.pes
+    if found is None or elem is None or not str(pes).isdigit() or not 1 <= int(pes) <= total:
+        return  # an unknown dtype or PE count: the workload's own check names it
+    placed = topo.pes_per_cube if w.placement == "replicate" else int(pes)
+    capacity = placed * pe_hbm_bytes(cfg)
+    key, elements, how = found
+    if elements * elem > capacity:
+        where = "one cube's PEs (replicate)" if w.placement == "replicate" else "workload.pes"
+        raise ConfigError(
+            key,
+            f"{getattr(w, key.removeprefix('workload.'))}: {w.kernel}'s tensors hold {how}"
+            f" = {elements} elements of {elem} B = {elements * elem} bytes, more than the"
+            f" HBM of the {placed} PEs they are placed on ({where}): {placed} x"
+            f" {pe_hbm_bytes(cfg)} = {capacity} bytes ({PE_HBM_KEYS})",
         )
 
 
@@ -281,4 +408,6 @@ RULES: tuple[Rule, ...] = (
     _gqa_at_least_one,
     _gqa_shape,
     _stream_pattern,
+    _triton_sizes,
+    _triton_fits,
 )

@@ -8,6 +8,7 @@ block ends. The context holds only weak references so it never keeps tensors ali
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -85,7 +86,10 @@ class Tensor:
     def __del__(self) -> None:
         ctx = self._ctx()
         if ctx is not None and not self.freed:
-            ctx.free(self)
+            # A finaliser must not raise: after a failed run (its error reported
+            # already) the unmap can fail too, and would print a second traceback.
+            with contextlib.suppress(Exception):
+                ctx.free(self)
 
 
 class RuntimeContext:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from triton.runtime.jit import KernelInterface
+
 from kernbench.config.schema import TritonWorkloadConfig
 from kernbench.errors import ConfigError
 from kernbench.runtime.context import POLICIES, DPPolicy
@@ -40,11 +42,25 @@ def case_function(kernel: str) -> CaseFn:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError("workload.kernel", f"cannot import {module_name!r}: {exc}") from None
-    case = getattr(module, f"{fn_name}_case", None)
-    if getattr(module, fn_name, None) is None or case is None:
+    except Exception as exc:  # the user's module fails as it runs (SyntaxError, ...)
+        raise ConfigError(
+            "workload.kernel",
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}",
+        ) from None
+    kernel_fn, case = getattr(module, fn_name, None), getattr(module, f"{fn_name}_case", None)
+    if kernel_fn is None or case is None:
         raise ConfigError(
             "workload.kernel",
             f"{module_name} must define both {fn_name!r} and its case function {fn_name}_case",
+        )
+    if not isinstance(kernel_fn, KernelInterface):  # @triton.jit (or autotune) gives one
+        raise ConfigError(
+            "workload.kernel",
+            f"{kernel}: {fn_name!r} is a {type(kernel_fn).__name__}, not a @triton.jit function",
+        )
+    if not callable(case):
+        raise ConfigError(
+            "workload.kernel", f"{module_name}.{fn_name}_case is not a function (the kernel's case)"
         )
     return case
 
