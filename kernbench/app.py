@@ -7,12 +7,14 @@ composed config is converted once into typed objects, validated, and handed to
 in its Hydra output directory, ``status="ok"`` with the metrics or ``status="error"``
 with the message, so a failure never looks like a success (DESIGN §7).
 
-Bad input prints one line to stderr (``kernbench: error: <key>: <value and limit>``)
-and no traceback. An unexpected exception (a bug) prints its traceback. Either way a
-single run exits 1; inside a multirun the job returns its status instead, so one bad
-point does not stop the sweep, and when the sweep ends (its rows merged into
-``results.parquet`` by :class:`kernbench.sweep.callbacks.MergeResults`) the command
-exits 1 if any point failed.
+Each job runs through :func:`kernbench.job.run_job` (the fast sweep's workers call it
+too, without this module: its ``@hydra.main`` sets Hydra's version base for the whole
+process). Bad input prints one line to stderr and no traceback; an unexpected
+exception (a bug) prints its traceback. Either way a single run exits 1; inside a
+multirun the job returns its status instead, so one bad point does not stop the
+sweep, and when the sweep ends (its rows merged into ``results.parquet`` by
+:class:`kernbench.sweep.callbacks.MergeResults`) the command exits 1 if any point
+failed.
 
 A point whose config (and code) was simulated before is served from the point cache
 (:mod:`kernbench.sweep.cache`, in ``paths.cache_dir``; ``cache=false`` turns it off): its
@@ -24,210 +26,23 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
-import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, is_dataclass
 from pathlib import Path
-from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
-from kernbench import simulate
-from kernbench.cli import entry, estimate
-from kernbench.config import flatten
-from kernbench.config.schema import KernBenchConfig
+from kernbench.cli import entry
 from kernbench.config.store import conf_dir, register_configs
-from kernbench.config.validate import validate_and_flatten
-from kernbench.errors import KernBenchError
-from kernbench.results import (
-    RESULT_FILE,
-    STATUS_ERROR,
-    STATUS_OK,
-    config_columns,
-    make_row,
-    write_rows,
-)
+from kernbench.job import JobId, run_job
+from kernbench.results import STATUS_OK
 from kernbench.sweep import callbacks, outputs
-from kernbench.sweep.cache import PointCache, point_key
+from kernbench.sweep.cache import PointCache
 from kernbench.sweep.points import point_task
 from kernbench.sweep.progress import RunBar
 
 register_configs()
-
-
-@dataclass(frozen=True)
-class JobId:
-    """Where a job sits in a sweep (both None for a single run)."""
-
-    sweep_id: str | None = None
-    job_num: int | None = None
-
-
-def run_job(
-    cfg: DictConfig | KernBenchConfig,
-    out_dir: Path,
-    job: JobId | None = None,
-    cache: PointCache | None = None,
-    bar: RunBar | None = None,
-    rows: list[dict[str, Any]] | None = None,
-    prepared: Prepared | None = None,
-    deferred: list[Callable[[], None]] | None = None,
-) -> str:
-    """Run one composed config, write its row to ``out_dir``, return the status.
-    ``cfg`` may also be the typed object already (the fast sweep's typed path,
-    :mod:`kernbench.sweep.typed`), handed over: it is validated in place; or, with
-    ``prepared``, validated already (a sweep worker prepares a few points ahead).
-
-    With ``rows`` the row is appended there instead of written (the fast sweep,
-    :mod:`kernbench.sweep.points`, gathers a chunk's rows and its parent writes the
-    merged table; ``out_dir`` then only receives a trace). With ``deferred``, a point
-    simulated ok gets its row, and its metrics printed, from a function appended there,
-    for the caller to call when it chooses (a sweep worker, once it has run a few
-    points' simulations in a row; the row's ``wall_s`` does not count the wait).
-    With a ``cache``, a point found there is not simulated (unless it asks for more
-    than its metrics: :func:`must_simulate`), and a point simulated ok is stored.
-    ``bar`` watches the simulation. Kept free of Hydra state so tests can call it on a
-    config from ``compose``; the cache is explicit so they never share one by accident.
-    """
-    job = job or JobId()
-    start = time.perf_counter() - (prepared.seconds if prepared else 0.0)
-    typed: Any = cfg
-    columns, key = None, None
-    try:
-        typed, columns = (prepared.config, prepared.columns) if prepared else prepare(cfg)
-        if cache is not None and not must_simulate(typed):
-            key = point_key(columns)
-            hit = cache.load(key)
-            if hit is not None:
-                return _served(out_dir, job, columns, hit, time.perf_counter() - start, rows)
-        trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
-        estimate.warn_if_long(typed)  # a point served from the cache takes no time
-        result = simulate.run_validated(typed, trace_path=trace_path, observer=bar)
-    except Exception as exc:  # every failure becomes an error row, never a lost job
-        message = error_message(exc)
-        wall_s = time.perf_counter() - start
-        if columns is None:  # the config itself failed: record what was asked for
-            columns = config_columns(flatten(typed))
-        _write(out_dir, job, columns, STATUS_ERROR, message, None, wall_s, rows=rows)
-        if not isinstance(exc, KernBenchError | OmegaConfBaseException):
-            traceback.print_exc()
-        print(f"kernbench: error: {message}", file=sys.stderr)
-        return STATUS_ERROR
-    if cache is not None and key is not None:
-        cache.store(key, result.metrics)
-    wall_s = time.perf_counter() - start
-
-    def finish() -> None:
-        path = _write(
-            out_dir,
-            job,
-            columns,
-            STATUS_OK,
-            None,
-            result.metrics,
-            wall_s,
-            result.timings,
-            rows=rows,
-        )
-        print(result.summary())
-        if path is not None:
-            print(f"result: {path}")
-
-    if deferred is None:
-        finish()
-    else:
-        deferred.append(finish)
-    return STATUS_OK
-
-
-@dataclass
-class Prepared:
-    """A config :func:`prepare` has validated, its columns, and the seconds that took
-    (the job's ``wall_s`` counts them)."""
-
-    config: KernBenchConfig
-    columns: dict[str, Any]
-    seconds: float
-
-
-def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[str, Any]]:
-    """The validated config (derived values filled in) and its row's config columns.
-    A typed ``cfg`` is the run's own object (kernbench.sweep.typed built it), and
-    ``to_object`` makes a new one: either way it is validated in place."""
-    typed, flat = validate_and_flatten(cfg if is_dataclass(cfg) else OmegaConf.to_object(cfg))
-    return typed, config_columns(flat)
-
-
-def must_simulate(cfg: Any) -> bool:
-    """A point whose output is more than its metrics row is never served from the
-    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed);
-    nor one running a user's Triton kernel (``workload.kernel=pkg.module:fn``), whose
-    source is not part of the cache key."""
-    user_kernel = ":" in str(getattr(getattr(cfg, "workload", None), "kernel", ""))
-    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
-
-
-def _served(
-    out_dir: Path,
-    job: JobId,
-    columns: dict[str, Any],
-    metrics: dict[str, Any],
-    wall_s: float,
-    rows: list[dict[str, Any]] | None = None,
-) -> str:
-    """Write the row of a point found in the cache: no simulation, so no sim_wall_s."""
-    timings = {"sim_wall_s": None}
-    path = _write(out_dir, job, columns, STATUS_OK, None, metrics, wall_s, timings, True, rows)
-    print(simulate.RunResult(metrics).summary())
-    print(f"result: {path} (from the point cache)" if path else "(from the point cache)")
-    return STATUS_OK
-
-
-def error_message(exc: BaseException) -> str:
-    """One line naming the key and the limit (OmegaConf's own messages span lines)."""
-    if isinstance(exc, OmegaConfBaseException):
-        key = getattr(exc, "full_key", None)
-        text = (str(exc).splitlines() or [type(exc).__name__])[0]  # the rest repeats the key
-        text = f"{key}: {text}" if key else text
-    elif isinstance(exc, KernBenchError):
-        text = str(exc)
-    else:
-        text = f"{type(exc).__name__}: {exc}"
-    return " ".join(text.split())
-
-
-def _write(
-    out_dir: Path,
-    job: JobId,
-    columns: dict[str, Any],
-    status: str,
-    error: str | None,
-    metrics: dict[str, Any] | None,
-    wall_s: float,
-    timings: dict[str, float | None] | None = None,
-    cached: bool = False,
-    rows: list[dict[str, Any]] | None = None,
-) -> Path | None:
-    row = make_row(
-        columns,
-        status=status,
-        error=error,
-        metrics=metrics,
-        wall_s=wall_s,
-        timings=timings,
-        sweep_id=job.sweep_id,
-        job_num=job.job_num,
-        cached=cached,
-    )
-    if rows is not None:
-        rows.append(row)
-        return None
-    return write_rows([row], out_dir / RESULT_FILE)
 
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")

@@ -5,7 +5,7 @@ sends it one JSON line per example: ``{"argv": [...], "max_work": N}``. For each
 what ``kernbench <argv>`` does for a single run, through the same functions
 (``kernbench.app.main``): the pre-Hydra check (:func:`kernbench.cli.entry.before_hydra`),
 composition of ``conf/`` by Hydra (here its compose API, initialised once in this
-process, never reset), and :func:`kernbench.app.run_job` as ``_hydra_task`` calls it
+process, never reset), and :func:`kernbench.job.run_job` as ``_hydra_task`` calls it
 (no point cache, as with ``cache=false``). What ``hydra.main`` prints for an exception
 it catches (composition, or one escaping the task) is printed the same way: its
 message and the HYDRA_FULL_ERROR hint, so a test sees the lines a user would.
@@ -37,7 +37,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from hydra import compose, initialize_config_dir
 
-from kernbench import app, simulate
+from kernbench import job, simulate
 from kernbench.cli import entry, estimate
 from kernbench.config.store import conf_dir
 from kernbench.results import RESULT_FILE
@@ -92,13 +92,13 @@ def single_run(argv: list[str], out_dir: Path) -> int:
         return 1
     try:
         with RunBar(enabled=False) as bar:
-            status = app.run_job(cfg, out_dir, app.JobId(), None, bar)
+            status = job.run_job(cfg, out_dir, job.JobId(), None, bar)
     except TooMuchWork:
         raise
     except Exception:  # a bug: Hydra would print it with its traceback
         traceback.print_exc()
         return 1
-    return 0 if status == app.STATUS_OK else 1
+    return 0 if status == job.STATUS_OK else 1
 
 
 def main() -> None:

@@ -12,9 +12,9 @@ from omegaconf import OmegaConf
 
 import kernbench
 from kernbench import simulate
-from kernbench.app import error_message, run_job
 from kernbench.config import flatten, validate
 from kernbench.errors import AllocationError
+from kernbench.job import error_message, run_job
 from kernbench.results import (
     config_columns,
     config_hash,

@@ -18,8 +18,8 @@ from omegaconf import OmegaConf
 
 import kernbench
 from kernbench import simulate
-from kernbench.app import must_simulate, run_job
 from kernbench.config import flatten
+from kernbench.job import must_simulate, run_job
 from kernbench.results import config_columns
 from kernbench.sweep import cache as cache_mod
 from kernbench.sweep.cache import PointCache, point_key

@@ -252,7 +252,7 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     """The hook in app.run_job: the warning precedes the simulation (stubbed here), and a
     point served from the point cache, which takes no time, gets none."""
     from kernbench import simulate
-    from kernbench.app import run_job
+    from kernbench.job import run_job
     from kernbench.sweep.cache import PointCache
 
     def stub(cfg, **kw):

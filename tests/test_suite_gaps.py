@@ -31,11 +31,11 @@ from hydra.errors import ConfigCompositionException
 from hydra.types import RunMode
 
 from kernbench import simulate
-from kernbench.app import run_job
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.config.schema import StreamPattern
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
+from kernbench.job import run_job
 from kernbench.report import bw_equivalence as bw
 from kernbench.results import make_row
 from kernbench.sweep import remote

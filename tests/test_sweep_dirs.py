@@ -141,4 +141,3 @@ def test_a_dry_run_writes_nothing_where_a_sweep_is(tmp_path, dry):
         assert "dry run: 2 points in 1 shapes, 0 invalid; nothing was run" in run.stdout
         assert "results.parquet" not in run.stdout
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
-

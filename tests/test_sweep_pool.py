@@ -20,7 +20,7 @@ from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.types import RunMode
 
-from kernbench import app
+from kernbench import job
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.sweep import points as points_module
 from kernbench.sweep import pool as pool_module
@@ -54,14 +54,14 @@ def plan(request):
 
 
 def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch, tmp_path):
-    real = app.run_job
+    real = job.run_job
 
     def run_job(cfg, out_dir, job, cache=None, bar=None, rows=None, **kwargs):
         if job.job_num == DEADLY:
             os._exit(3)
         return real(cfg, out_dir, job, cache, bar, rows, **kwargs)
 
-    monkeypatch.setattr(app, "run_job", run_job)
+    monkeypatch.setattr(job, "run_job", run_job)
     chunks = list(
         make_chunks(plan, fixed_sizes(2), {"sweep_dir": str(tmp_path), "cache_dir": None})
     )
@@ -165,8 +165,8 @@ def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_
     its simulation's plus well under a millisecond; counting the other point's
     simulation of its batch too would make it 600. What preparing printed is in the
     point's log, and so is its metric block."""
-    real_prepare, real_run, real_row = app.prepare, app.run_job, app.make_row
-    real_simulate = app.simulate.run_validated
+    real_prepare, real_run, real_row = job.prepare, job.run_job, job.make_row
+    real_simulate = job.simulate.run_validated
     events = []
 
     def prepare(cfg):
@@ -188,10 +188,10 @@ def test_a_worker_runs_points_in_batches_of_three_phases(plan, monkeypatch, tmp_
         events.append(f"row {kwargs['job_num']}")
         return real_row(columns, **kwargs)
 
-    monkeypatch.setattr(app, "prepare", prepare)
-    monkeypatch.setattr(app, "run_job", run_job)
-    monkeypatch.setattr(app.simulate, "run_validated", simulate)
-    monkeypatch.setattr(app, "make_row", make_row)
+    monkeypatch.setattr(job, "prepare", prepare)
+    monkeypatch.setattr(job, "run_job", run_job)
+    monkeypatch.setattr(job.simulate, "run_validated", simulate)
+    monkeypatch.setattr(job, "make_row", make_row)
     monkeypatch.setattr(points_module, "batch_size", lambda point_s: 2)
     [chunk] = make_chunks(plan, fixed_sizes(5), {"sweep_dir": str(tmp_path), "cache_dir": None})
     results = run_chunk(chunk)

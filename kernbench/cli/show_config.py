@@ -20,6 +20,7 @@ from omegaconf.errors import OmegaConfBaseException
 from kernbench.config.store import conf_dir
 from kernbench.config.validate import validate
 from kernbench.errors import KernBenchError
+from kernbench.job import error_message
 
 
 def job_config_yaml(overrides: Sequence[str]) -> str:
@@ -44,7 +45,6 @@ def show_job_config(overrides: Sequence[str]) -> int:
 
 def one_line(exc: BaseException) -> str:
     """The first line of an error, with its cause's first line when Hydra wrapped one."""
-    from kernbench.app import error_message  # here: kernbench.app imports this module
 
     cause = exc.__cause__
     if isinstance(exc, HydraException) and cause is not None:

@@ -79,12 +79,11 @@ class AppConfig(KernBenchConfig):
 
 
 def register_configs() -> None:
-    """Store every schema node and every study preset, register the ``pid`` resolver
-    and make the sweep plugins findable: every way of composing a kernbench config
+    """Store every schema node and every study preset and register the ``pid``
+    resolver: every way of composing a kernbench config
     (the app, a notebook, ``kernbench.triton``) calls this first, and ``conf/config.yaml``
     names ``hydra/sweeper: kernbench``. Idempotent: storing a name again replaces it."""
     register_pid_resolver()
-    find_checkout_plugins()
     cs = ConfigStore.instance()
     cs.store(name=ROOT_SCHEMA, node=AppConfig)
     for name, schema in WORKLOAD_SCHEMAS.items():
@@ -92,26 +91,6 @@ def register_configs() -> None:
     for path in experiment_files():
         node = OmegaConf.load(path)
         cs.store(group=EXPERIMENT_GROUP, name=path.stem, node=node, package=package_of(path))
-
-
-def find_checkout_plugins() -> None:
-    """Let Hydra find ``hydra_plugins/kernbench_sweep`` in a source checkout.
-
-    Hydra discovers plugins with ``pkgutil.walk_packages`` over the ``hydra_plugins``
-    namespace. A regular install puts the package in site-packages, where that works;
-    setuptools' editable install maps it through an import hook that ``pkgutil`` cannot
-    list, so the plugins (and the configs ``conf/config.yaml`` selects from them) would
-    vanish unless Python runs from the checkout. Adding the checkout's folder to the
-    namespace path fixes that; it changes nothing when the folder is absent (an
-    installed copy).
-    """
-    try:
-        import hydra_plugins
-    except ImportError:
-        return
-    folder = Path(__file__).resolve().parents[2] / "hydra_plugins"
-    if (folder / "kernbench_sweep").is_dir() and str(folder) not in list(hydra_plugins.__path__):
-        hydra_plugins.__path__.append(str(folder))
 
 
 def register_pid_resolver() -> None:

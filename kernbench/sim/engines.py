@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kernbench.sim.events import LocalQueue
-
-if TYPE_CHECKING:
-    from kernbench.sim.scheduler import Job
 
 READ = "read"
 WRITE = "write"
@@ -44,7 +41,7 @@ class Stage:
     def __init__(
         self,
         engine: Engine,
-        job: Job,
+        job: Any,  # the scheduler's Job that owns the stage: engines carry it, never read it
         duration_ns: float = 0.0,
         direction: str = "",
         addr: int = 0,

@@ -8,7 +8,7 @@ shape's DictConfig with the point's value overrides (~2 ms). It runs the point i
 of two ways:
 
 - **kernbench's own task** (marked with :func:`point_task`): through
-  :func:`kernbench.app.run_job`, the per-point function of the stock path, so rows,
+  :func:`kernbench.job.run_job`, the per-point function of the stock path, so rows,
   cache hits and error rows are the stock path's own; the row comes back to the parent
   instead of a per-point ``result.parquet``, and what the point printed (its metric
   block, a traceback) is kept for the sweep's ``points.log``. Points run in batches,
@@ -37,12 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from kernbench import job
 from kernbench.errors import ConfigError
 from kernbench.sweep import typed
 from kernbench.sweep.plan import Point, apply_values, point_config
 
-if TYPE_CHECKING:  # app imports this module
-    from kernbench.app import Prepared
+if TYPE_CHECKING:
+    from kernbench.job import Prepared
 
 _MARK = "__kernbench_point_task__"
 # A worker takes a few points at a time: it builds and validates them, then simulates
@@ -108,7 +109,7 @@ def warm_up(task: DictConfig | None = None) -> None:
     row): the caches that fills are inherited too, and each worker's first point
     cost ~1 ms less (2.4-3.0 -> 1.3-2.1 ms outside its simulation). A task config
     that does not validate (its points may fix it) is simply skipped."""
-    from kernbench import app
+    from kernbench import job
     from kernbench.results import STATUS_OK, make_row
     from kernbench.results.identity import git_commit
     from kernbench.sweep.cache import source_fingerprint
@@ -118,9 +119,9 @@ def warm_up(task: DictConfig | None = None) -> None:
     if task is None:
         return
     with contextlib.suppress(Exception):
-        typed, columns = app.prepare(task)
+        typed, columns = job.prepare(task)
         make_row(columns, status=STATUS_OK, sweep_id="", job_num=0)
-        app.must_simulate(typed)
+        job.must_simulate(typed)
 
 
 def run_chunk(
@@ -197,16 +198,14 @@ class PointConfigs:
         """The point's config built and validated ahead of its run, with what that
         printed; on any error, nothing: the point's run builds it again and reports it
         as every failing point is reported (building is deterministic)."""
-        from kernbench import app
-
         start = time.perf_counter()
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             try:
-                config, columns = app.prepare(self(point))
+                config, columns = job.prepare(self(point))
             except Exception:
                 return Ahead(None, out.getvalue())
-        return Ahead(app.Prepared(config, columns, _since(start)), out.getvalue())
+        return Ahead(job.Prepared(config, columns, _since(start)), out.getvalue())
 
 
 @dataclass
@@ -247,7 +246,6 @@ def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahe
     """One point through ``run_job``, its output captured, its row left for
     :meth:`PointRun.finish`; ``ahead`` is what preparing it ahead made (its time
     counts in the point's)."""
-    from kernbench import app  # app imports this module: import at call time
     from kernbench.sweep.cache import PointCache
 
     prepared = ahead.prepared
@@ -255,7 +253,7 @@ def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahe
     out = io.StringIO(ahead.log)
     out.seek(0, io.SEEK_END)
     run = PointRun(point.num, "error", out, 0.0)
-    job = app.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
+    job_id = job.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
@@ -269,8 +267,8 @@ def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahe
         try:
             with deadline(chunk.point_timeout_s):
                 rows, deferred = run.rows, run.deferred
-                run.status = app.run_job(
-                    cfg, out_dir, job, cache, rows=rows, prepared=prepared, deferred=deferred
+                run.status = job.run_job(
+                    cfg, out_dir, job_id, cache, rows=rows, prepared=prepared, deferred=deferred
                 )
         except PointTimeout as exc:  # the limit fell just as run_job returned
             run.result = error_result(chunk, point.num, str(exc))
@@ -330,9 +328,7 @@ def _wants_trace(cfg: Any) -> bool:
 
 
 def _composition_error(chunk: Chunk, point: Point, exc: Exception, start: float) -> PointResult:
-    from kernbench import app
-
-    result = error_result(chunk, point.num, app.error_message(exc.__cause__ or exc))
+    result = error_result(chunk, point.num, job.error_message(exc.__cause__ or exc))
     result.wall_s = _since(start)
     return result
 

@@ -384,13 +384,13 @@ def dry_run(plan: Plan, kernbench: bool) -> list[str]:
 
 def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
     """The point's one-line error, or None if it composes (and validates)."""
-    from kernbench import app
+    from kernbench import job
 
     try:
         if not kernbench:
             plan.job_config(point)
             return None
-        app.prepare(plan.task_config(point))
+        job.prepare(plan.task_config(point))
     except Exception as exc:
-        return app.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
+        return job.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
     return None

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import triton
@@ -46,11 +46,35 @@ import triton.language as tl
 from triton.runtime import interpreter as interp
 from triton.runtime.jit import JITFunction
 
+from kernbench.commands import Tile
 from kernbench.errors import KernBenchError
 from kernbench.topology.names import PeId
 
-if TYPE_CHECKING:
-    from kernbench.triton.lowering import Lowering
+
+class Lowering(Protocol):
+    """What the hook hands each traced op to (:class:`kernbench.triton.lowering.
+    Lowering`, which imports this module for :func:`current_program`): the hook knows
+    these four calls, not the class."""
+
+    def load(
+        self, ptrs: np.ndarray, mask: np.ndarray, other: np.ndarray | None, dtype: Any
+    ) -> tuple[np.ndarray, Tile]: ...
+
+    def store(
+        self, ptrs: np.ndarray, values: np.ndarray, mask: np.ndarray, tile: Tile | None
+    ) -> None: ...
+
+    def dot(
+        self,
+        a_shape: tuple[int, ...],
+        b_shape: tuple[int, ...],
+        a: Tile | None,
+        b: Tile | None,
+        acc: Tile | None,
+    ) -> Tile: ...
+
+    def math(self, op: str, operands: list[Tile], result: np.ndarray) -> Tile: ...
+
 
 TILE_ATTR = "kernbench.tile"
 
