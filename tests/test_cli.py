@@ -77,6 +77,19 @@ FUZZ_FOUND = [
         ["workload.seed=1,2"],
         "kernbench: error: workload.seed=1,2: a sweep of values needs -m (--multirun)",
     ),
+    # Issue 22: a list written with spaces (the shell splits it): Hydra's
+    # LexerNoViableAltException; now the list as it should be written.
+    (
+        ["-m", "topology.pes_per_cube=4", "8"],
+        "kernbench: error: 8: not an override (a list written with spaces?);"
+        " write a list with commas: topology.pes_per_cube=4,8",
+    ),
+    (
+        ["-m", "workload.access_bytes=512,", "4096"],
+        "kernbench: error: 4096: not an override (a list written with spaces?);"
+        " write a list with commas: workload.access_bytes=512,4096",
+    ),
+    (["-m", "8"], "kernbench: error: 8: not an override: write key=value"),
 ]
 
 
