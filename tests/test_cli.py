@@ -44,6 +44,11 @@ USAGE_CASES = [
         "experiment=bw_equivalence: a study preset is added, not chosen: write"
         " +experiment=<name> (presets: bw_equivalence, dispatch_ratio, sim_speed)",
     ),
+    (  # issue 22: the start of a key's last part, from another parent
+        "topology.fixed=0",
+        "topology.fixed: no such key;"
+        " did you mean topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles?",
+    ),
     ("address.model=xx", "address.model=xx: not one of pa, va, la"),
     ("topology.links.pe_noc_bw_gbs=fast", "topology.links.pe_noc_bw_gbs=fast: not a number"),
     ("sim.trace=maybe", "sim.trace=maybe: not true or false"),
