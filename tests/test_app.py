@@ -31,6 +31,7 @@ STREAM_METRICS = [
     "aggregate_bw_gbs",
     "peak_bw_per_pe_gbs",
     "peak_aggregate_bw_gbs",
+    "peak_pattern_bw_gbs",
     "bw_efficiency",
 ]
 SMALL_RUN = ("topology=small", "workload.bytes_per_pe=1048576")

@@ -44,6 +44,11 @@ USAGE_CASES = [
         "experiment=bw_equivalence: a study preset is added, not chosen: write"
         " +experiment=<name> (presets: bw_equivalence, dispatch_ratio, sim_speed)",
     ),
+    (  # issue 22: the start of a key's last part, from another parent
+        "topology.fixed=0",
+        "topology.fixed: no such key;"
+        " did you mean topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles?",
+    ),
     ("address.model=xx", "address.model=xx: not one of pa, va, la"),
     ("topology.links.pe_noc_bw_gbs=fast", "topology.links.pe_noc_bw_gbs=fast: not a number"),
     ("sim.trace=maybe", "sim.trace=maybe: not true or false"),
@@ -77,6 +82,19 @@ FUZZ_FOUND = [
         ["workload.seed=1,2"],
         "kernbench: error: workload.seed=1,2: a sweep of values needs -m (--multirun)",
     ),
+    # Issue 22: a list written with spaces (the shell splits it): Hydra's
+    # LexerNoViableAltException; now the list as it should be written.
+    (
+        ["-m", "topology.pes_per_cube=4", "8"],
+        "kernbench: error: 8: not an override (a list written with spaces?);"
+        " write a list with commas: topology.pes_per_cube=4,8",
+    ),
+    (
+        ["-m", "workload.access_bytes=512,", "4096"],
+        "kernbench: error: 4096: not an override (a list written with spaces?);"
+        " write a list with commas: workload.access_bytes=512,4096",
+    ),
+    (["-m", "8"], "kernbench: error: 8: not an override: write key=value"),
 ]
 
 

@@ -390,15 +390,26 @@ def test_a_mistyped_key_of_several_parts_gets_its_suggestion(typed, meant):
 
 
 @pytest.mark.parametrize(
-    "typed", ["workload.access", "topology.cube.memory", "topology.links.pcie", "workload.bytes"]
-)
-def test_a_truncated_key_is_no_such_key_not_a_node(typed):
+    ("typed", "suggestion"),
+    [
+        ("workload.access", "; did you mean workload.access_bytes?"),
+        ("topology.cube.memory", ""),  # the start of a node (memory_map), not of a key
+        ("topology.links.pcie",
+         "; did you mean topology.links.pcie_bw_gbs or topology.links.pcie_latency_ns?"),
+        ("workload.bytes", "; did you mean workload.bytes_per_pe?"),
+        ("topology.pe.attrs.pe_cost_model.fixed",
+         "; did you mean topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles?"),
+    ],
+)  # fmt: skip
+def test_a_truncated_key_is_no_such_key_not_a_node(typed, suggestion):
     """``workload.access`` is the start of ``workload.access_bytes`` but names no key
     and no node (a node is a key followed by '.', as ``topology.cube`` is of
-    ``topology.cube.memory_map.*``): "no such key", never accepted as a prefix."""
+    ``topology.cube.memory_map.*``): "no such key", never accepted as a prefix; the
+    keys it starts (by last part, under the same parent) are suggested (issue 22:
+    these had no suggestion, too far from the whole name for the similarity)."""
     with pytest.raises(UsageError) as info:
-        check_overrides([f"{typed}=4096"])
-    assert str(info.value).startswith(f"{typed}: no such key")
+        check_overrides([f"{typed}=0,32"])
+    assert str(info.value) == f"{typed}: no such key{suggestion}"
 
 
 def test_a_whole_node_is_still_left_to_omegaconf():

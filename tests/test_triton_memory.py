@@ -89,6 +89,43 @@ def test_a_pointer_past_its_tensor_is_a_fault():
         acc.run(kernels.vector_add, (1,), x, x, out, 1001, BLOCK_SIZE=1024)
 
 
+OOB_MODULE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def shifted_copy(src, dst, n, SHIFT: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs + SHIFT, mask=mask), mask=mask)
+"""
+
+
+def test_a_fault_names_the_kernel_line_the_argument_and_the_offset(tmp_path, monkeypatch):
+    """Issue 22: the fault said only the pointer and the tensor's size. A user's kernel
+    (its own file) reads 1000 fp32 from ``src + 8``: elements 992..999 run past the
+    4000 bytes; the fault names the furthest, element 999 + 8 = 1007 at byte 4028 of
+    ``src``, and line 10 of the user's file."""
+    (tmp_path / "oob_kernels.py").write_text(OOB_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from oob_kernels import shifted_copy
+
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    other = acc.tensor(torch.randn(64), ONE_PE)  # src is not the first tensor deployed
+    src = acc.tensor(torch.randn(1000), ONE_PE)
+    dst = acc.empty((1024,), torch.float32, ONE_PE)
+    with pytest.raises(AddressFault) as info:
+        acc.run(shifted_copy, (1,), src, dst, 1000, SHIFT=8, BLOCK=1024)
+    line = "tl.store(dst + offs, tl.load(src + offs + SHIFT, mask=mask), mask=mask)"
+    assert str(info.value) == (
+        f"pointer {src.data_ptr() + 4028:#x} reads past the end of its device tensor"
+        f" (4000 bytes): byte 4028 of argument 'src';"
+        f" kernel shifted_copy, {tmp_path / 'oob_kernels.py'}:10: {line}"
+    )
+    assert other.data_ptr() != src.data_ptr()
+
+
 def test_shards_padded_to_whole_elements_round_trip():
     acc = Accelerator(["topology=small", "address=la"])  # 4 PEs
     xs = torch.randn(1001)  # 4004 B: shards of 1001 B would cut elements

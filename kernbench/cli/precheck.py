@@ -99,6 +99,7 @@ def _parse(overrides: list[str]) -> list[Override]:
     try:
         return parser.parse_overrides(overrides)
     except OverrideParseException as exc:
+        _check_split_list(overrides)
         text = " ".join(str(exc).split())
         for line in overrides:
             try:
@@ -108,6 +109,22 @@ def _parse(overrides: list[str]) -> list[Override]:
                 text = text if line in text else f"{line}: {text}"
                 break
         raise UsageError(text) from None
+
+
+def _check_split_list(overrides: list[str]) -> None:
+    """A word with no ``=`` after a ``key=value`` is most likely the rest of a list the
+    shell split at a space (``topology.pes_per_cube=4 8``): say how to write it."""
+    for i, line in enumerate(overrides):
+        if "=" in line or line.startswith("~"):
+            continue
+        before = next((o for o in reversed(overrides[:i]) if "=" in o), None)
+        if before is None:
+            raise UsageError(f"{line}: not an override: write key=value")
+        joined = before.rstrip(",") + "," + line.strip().lstrip(",")
+        raise UsageError(
+            f"{line}: not an override (a list written with spaces?);"
+            f" write a list with commas: {joined}"
+        )
 
 
 @cache

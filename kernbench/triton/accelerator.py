@@ -13,6 +13,7 @@ under a ``DPPolicy``) and their bytes written into the functional memory by PA.
 
 from __future__ import annotations
 
+import linecache
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,13 +25,21 @@ import triton.language as tl
 
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
+from kernbench.errors import AddressFault
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 from kernbench.triton import grid as gridmap
 from kernbench.triton import hook
 from kernbench.triton.lowering import Lowering
-from kernbench.triton.memory import FunctionalMemory, HostWindow, ShardView, Translator, shard_views
+from kernbench.triton.memory import (
+    FunctionalMemory,
+    HostWindow,
+    PastEnd,
+    ShardView,
+    Translator,
+    shard_views,
+)
 from kernbench.triton.metrics import launch_row, snapshot
 
 TL_DTYPES = {
@@ -188,6 +197,8 @@ class Accelerator:
                 ends = self.runtime.launch(_pe_body, used, body, converted, plan, used, g)
         except Exception as exc:
             err = hook.unwrap_error(exc)  # a KernBench error under the interpreter's
+            if isinstance(err, PastEnd):
+                raise AddressFault(_past_end(err, fn, named)) from None
             if err is exc:
                 raise
             raise err from None
@@ -251,6 +262,36 @@ class Accelerator:
             else:
                 out[name] = hook.to_interpreter(value)
         return out
+
+
+def _past_end(err: PastEnd, fn: Callable[..., Any], named: dict[str, Any]) -> str:
+    """The fault's line with where it is: the offset from the tensor's start, the
+    arguments it was passed as, and the kernel line that made the access."""
+    args = [
+        name
+        for name, value in named.items()
+        if isinstance(value, DeviceTensor) and value.host_base == err.base
+    ]
+    names = " and ".join(repr(a) for a in args) or "a tensor not among the arguments"
+    offset = err.pointer - err.base
+    return f"{err}: byte {offset} of argument {names}; {_kernel_line(err, fn)}"
+
+
+def _kernel_line(err: BaseException, fn: Callable[..., Any]) -> str:
+    """``kernel NAME, FILE:LINE: SOURCE`` of the innermost frame of ``fn`` (the
+    ``@triton.jit`` function as the interpreter runs it) in ``err``'s traceback."""
+    code = fn.__code__
+    found = None
+    tb = err.__traceback__
+    while tb is not None:
+        f = tb.tb_frame.f_code
+        if f.co_name == code.co_name and f.co_filename == code.co_filename:
+            found = tb
+        tb = tb.tb_next
+    if found is None:
+        return f"kernel {code.co_name}"
+    line = linecache.getline(code.co_filename, found.tb_lineno).strip()
+    return f"kernel {code.co_name}, {code.co_filename}:{found.tb_lineno}: {line}"
 
 
 def _one_copy(policy: DPPolicy) -> DPPolicy:

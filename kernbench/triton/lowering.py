@@ -25,9 +25,8 @@ import numpy as np
 
 from kernbench import tl as kbtl
 from kernbench.commands import GemmCmd, MathCmd, PeCommand, Tile
-from kernbench.errors import AddressFault
 from kernbench.triton.hook import current_program
-from kernbench.triton.memory import FunctionalMemory, HostWindow, Translator
+from kernbench.triton.memory import FunctionalMemory, HostWindow, PastEnd, Translator
 from kernbench.triton.runs import contiguous_runs, descriptors, dma_commands
 
 
@@ -109,9 +108,7 @@ class Lowering:
             offs = host[idx] - base
             if offs.max() + elem > nbytes:
                 bad = int(host[idx][np.argmax(offs)])
-                raise AddressFault(
-                    f"pointer {bad:#x} reads past the end of its device tensor ({nbytes} bytes)"
-                )
+                raise PastEnd(bad, base, nbytes)
             dev[idx] = self.translator.device_addrs(views, pe, offs)
         return dev, self.translator.pas(pe, dev)
 

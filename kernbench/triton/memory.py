@@ -57,6 +57,18 @@ def shard_views(tensor: Tensor) -> list[list[ShardView]]:
     return list(copies.values())
 
 
+class PastEnd(AddressFault):
+    """A kernel pointer past the end of the device tensor whose host range it is in;
+    :class:`~kernbench.triton.accelerator.Accelerator` adds the kernel's line and the
+    argument the tensor was passed as."""
+
+    def __init__(self, pointer: int, base: int, nbytes: int) -> None:
+        super().__init__(
+            f"pointer {pointer:#x} reads past the end of its device tensor ({nbytes} bytes)"
+        )
+        self.pointer, self.base, self.nbytes = pointer, base, nbytes
+
+
 class HostWindow:
     """Host address ranges of device tensors, for pointer -> tensor lookup."""
 

@@ -11,12 +11,15 @@ Every figure of the row is measured (:class:`~kernbench.sim.metrics.LaunchUsage`
 bytes moved are what reached HBM, per-PE bandwidth is what each PE's DMA moved over
 its own time, and the busiest link is the most utilised link of the launch. The
 analytic peaks are the PE's N channels at the channel bandwidth
-(``peak_bw_per_pe_gbs``) and that times the PEs whose memory the pattern targets
-(``peak_aggregate_bw_gbs``: one PE's under ``hotspot``).
+(``peak_bw_per_pe_gbs``), that times the PEs whose memory the pattern targets
+(``peak_aggregate_bw_gbs``: one PE's under ``hotspot``), and the most the run's
+traffic can reach over the links it crosses (``peak_pattern_bw_gbs``,
+:func:`pattern_peak_gbs`), against which ``bw_efficiency`` is measured.
 """
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from typing import Any
 
 from kernbench import tl
@@ -24,6 +27,7 @@ from kernbench.config.schema import StreamOp, StreamWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
 from kernbench.sim.metrics import LaunchUsage, jain_index, spread
 from kernbench.sim.system import System
+from kernbench.topology.names import PeId
 from kernbench.workloads import patterns
 
 
@@ -78,6 +82,42 @@ def active_pe_count(w: StreamWorkloadConfig, total: int) -> int:
     return total if w.active_pes == "all" else int(w.active_pes)
 
 
+def pattern_peak_gbs(
+    system: System, w: StreamWorkloadConfig, active: list[PeId], owners: patterns.Owners
+) -> float:
+    """The aggregate bandwidth (GB/s) the active PEs' traffic can reach at most: the
+    bytes it moves over the time its busiest link needs to carry its share of them.
+
+    Each access's bytes load every link of the route from the PE's DMA to the
+    target's HBM (a copy's read and write both do: twice the bytes over twice the
+    time, the same peak), split
+    evenly over the target's routers (its N channels under 1:1, the aggregate router
+    under n:1: either way N x the channel bandwidth into its HBM). A link carrying L
+    bytes at ``bw`` is busy at least ``L / bw`` ns, so no run ends before the largest
+    of these, ``T``, and ``bytes / T`` bounds ``aggregate_bw_gbs``: ``bw_efficiency``
+    is at most 1, short of it by the routes' latency and any idle time. From the
+    config and the pattern's targets (``uniform``: the run's own draws), not measured.
+    """
+    graph, router = system.graph, system.router
+    full, tail = divmod(w.bytes_per_pe, w.access_bytes)
+    sizes = [w.access_bytes] * full + ([tail] if tail else [])
+    load: defaultdict[int, float] = defaultdict(float)
+    total = 0
+    for pe, mine in zip(active, owners, strict=True):
+        targets = mine if isinstance(mine, list) else [mine] * len(sizes)
+        to: Counter[int] = Counter()
+        for target, size in zip(targets, sizes, strict=True):
+            to[target] += size
+        for target, nbytes in to.items():
+            routers = graph.routers(graph.pes[target])
+            for hbm_router in routers:
+                for link in router.to_memory(pe.node("dma"), hbm_router).link_ids:
+                    load[link] += nbytes / len(routers)
+            total += nbytes
+    busiest = max(n / graph.links[link].bw_gbs for link, n in load.items())
+    return total / busiest
+
+
 def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
     """Deploy the tensors over every PE the pattern touches, launch, measure."""
     graph = system.graph
@@ -112,6 +152,7 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
     link, link_util = usage.busiest_link(sim_time)
     mm = system.cfg.topology.cube.memory_map
     peak = graph.channels_per_pe * mm.hbm_channel_bw_gbs
+    pattern_peak = pattern_peak_gbs(system, w, active, owners)
     return {
         "active_pe_count": n_pes,
         "accesses": usage.accesses(),
@@ -124,7 +165,8 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "aggregate_bw_gbs": moved / sim_time,
         "peak_bw_per_pe_gbs": peak,
         "peak_aggregate_bw_gbs": peak * len(patterns.targeted(owners)),
-        "bw_efficiency": mean / peak,
+        "peak_pattern_bw_gbs": pattern_peak,
+        "bw_efficiency": moved / sim_time / pattern_peak,
         "busiest_link": link,
         "busiest_link_utilization": link_util,
         # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
