@@ -39,7 +39,7 @@ from hydra import compose, initialize_config_dir
 
 from kernbench import job, simulate
 from kernbench.cli import entry, estimate
-from kernbench.config.store import conf_dir
+from kernbench.config.store import conf_dir, register_configs
 from kernbench.results import RESULT_FILE
 from kernbench.sweep.progress import RunBar
 
@@ -106,6 +106,7 @@ def main() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     work_root = Path(tempfile.mkdtemp(prefix="kernbench-fuzz-"))
     os.chdir(work_root)
+    register_configs()  # as importing kernbench.app does for the command
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
             for n, line in enumerate(sys.stdin):

@@ -115,6 +115,28 @@ VALIDATION_CASES = [
         "workload.access_bytes",
         "8388608 exceeds workload.bytes_per_pe = 4194304",
     ),
+    (  # fuzz: the allocator's error named no key. A PE's HBM is 8 x 256 MiB = 2^31 B;
+        # the tensor is 2^31 + 256 B, placed on lcm(4096 B page, 8 x 256 B stripe) = 4096
+        # B: 2^31 + 4096 = 2147487744 B
+        ["workload.bytes_per_pe=2147483648", "workload.align_offset_bytes=256"],
+        "workload.bytes_per_pe",
+        "2147483648 + workload.align_offset_bytes 256, on 4096-byte alignment = 2147487744,"
+        " exceeds a PE's HBM: 8 channels x 268435456 bytes = 2147483648",
+    ),
+    (  # fuzz: the allocator's error named no key. A KV head's group is 8 / 2 = 4 query
+        # heads; 4 x 2^20 tokens = 2^22 rows x 128 x 2 B = 2^30 B for each of Q and O,
+        # and 2048 x 128 x 2 = 2^19 B for each of K and V: 2^31 + 2^20 B > 2^31 B
+        ["workload=gqa_opt2", "workload.query_tokens=1048576"],
+        "workload.query_tokens",
+        "Q and O (4194304 rows x 128 x 2 B = 1073741824 B each) and K and V (2048 tokens x"
+        " 128 x 2 B = 524288 B each), on 4096-byte alignment = 2148532224 B, exceed a PE's"
+        " HBM: 8 channels x 268435456 bytes = 2147483648",
+    ),
+    (  # op=copy: src and dst, each 2^30 + 1 B on 4096 B: 2 x (2^30 + 4096) = 2147491840
+        ["workload.op=copy", "workload.bytes_per_pe=1073741825"],
+        "workload.bytes_per_pe",
+        "1073741825 x 2 tensors (op=copy: src and dst), on 4096-byte alignment = 2147491840,",
+    ),
     (  # drains would outlast any time a run states (1e-300 gave sim_time_ns 1e303)
         ["topology.cube.memory_map.hbm_channel_bw_gbs=1e-300"],
         "topology.cube.memory_map.hbm_channel_bw_gbs",
@@ -437,3 +459,33 @@ def test_the_slowest_clock_allowed_is_1_mhz(compose_cfg):
     validate(
         OmegaConf.to_object(compose_cfg("topology.pe.attrs.pe_cost_model.clock_freq_ghz=0.001"))
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "fits"),
+    [
+        # 8 channels x 8192 B = 65536 B of HBM per PE; tensors on 4096 B
+        (["workload.bytes_per_pe=65536"], True),
+        (["workload.bytes_per_pe=65536", "workload.align_offset_bytes=256"], False),
+        (["workload.op=copy", "workload.bytes_per_pe=32768"], True),
+        (
+            ["workload.op=copy", "workload.bytes_per_pe=32512", "workload.align_offset_bytes=256"],
+            True,
+        ),
+        (["workload.op=copy", "workload.bytes_per_pe=32769"], False),
+    ],
+)
+@pytest.mark.parametrize("address", ["pa", "va", "la"])
+def test_a_stream_that_fills_its_pes_hbm_exactly_runs(run_app, overrides, fits, address):
+    """The rule's limit is the allocator's: at it the run is ok, one byte of tensor
+    past it (rounded to the 4096 B alignment) is one line naming the key."""
+    run = run_app("topology=small", "topology.cube.memory_map.hbm_channel_bytes=8192",
+                  "workload.access_bytes=4096", "workload.active_pes=1", f"address={address}",
+                  "cache=false", *overrides)  # fmt: skip
+    if fits:
+        assert run.returncode == 0, run.stderr
+        assert [r["status"] for r in run.rows()] == ["ok"]
+    else:
+        assert run.returncode == 1
+        assert run.stderr.startswith("kernbench: error: workload.bytes_per_pe: ")
+        assert "exceeds a PE's HBM: 8 channels x 8192 bytes = 65536" in run.stderr

@@ -224,7 +224,6 @@ FUZZ = settings(
     max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=False,
 )
 
 

@@ -8,11 +8,10 @@ the VA and LA models resolve into.
 
 from __future__ import annotations
 
-import math
-
 from kernbench.address import interleave
 from kernbench.address.models import Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
+from kernbench.config import schema
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg
 from kernbench.sim.fabric import PhysicalRequest
@@ -89,12 +88,8 @@ def _pe_offset(channel_offset: int, channel: int, granule: int, n: int) -> int:
 
 
 def hbm_alignment(graph: TopologyGraph) -> int:
-    """Alignment of every HBM allocation: whole pages, and whole interleave stripes
-    (g x N), so that an LA 1:1 segment starts on channel 0 and covers whole stripes.
-    Their least common multiple: with N not a power of two (17 channels per PE) the
-    larger of the two is not a multiple of the page, and VA mappings failed."""
-    mm = graph.config.cube.memory_map
-    return math.lcm(graph.config.pe_mmu.page_size, mm.interleave_bytes * graph.channels_per_pe)
+    """Alignment of every HBM allocation (:func:`kernbench.config.schema.hbm_alignment`)."""
+    return schema.hbm_alignment(graph.config)
 
 
 class PaModel:

@@ -12,6 +12,7 @@ Units are part of every name: ``_ns`` nanoseconds, ``_gbs`` GB/s (= bytes/ns),
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -172,6 +173,17 @@ class TopologyConfig:
     pe_mmu: PeMmuConfig = field(default_factory=PeMmuConfig)
     links: LinksConfig = field(default_factory=LinksConfig)
     control: ControlConfig = field(default_factory=ControlConfig)
+
+
+def hbm_alignment(topology: TopologyConfig) -> int:
+    """Where every HBM allocation starts (the allocator, :mod:`kernbench.address.
+    pa_model`, and the validation rules that check tensors fit): whole pages and whole
+    interleave stripes (g x N), so an LA 1:1 segment starts on channel 0 and covers
+    whole stripes. Their least common multiple: with N not a power of two (17 channels
+    per PE) the larger of the two is not a multiple of the page."""
+    mm = topology.cube.memory_map
+    stripe = mm.interleave_bytes * (mm.hbm_channels_per_pe or 1)
+    return math.lcm(topology.pe_mmu.page_size, stripe)
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Any
 from kernbench.address.pa import OFFSET_BITS
 from kernbench.config.flatten import Scalar, Tree, column_value, scalars, walk
 from kernbench.config.limits import ABSENT, KEY_RULES, get_key, leaf_limits, present
-from kernbench.config.schema import KernBenchConfig
+from kernbench.config.schema import KernBenchConfig, StreamOp, hbm_alignment
 from kernbench.errors import ConfigError
 
 Rule = Callable[[KernBenchConfig], None]
@@ -193,14 +193,33 @@ def _access_fits_shard(cfg: KernBenchConfig) -> None:
         )
 
 
+def _aligned(nbytes: int, align: int) -> int:
+    return -(-nbytes // align) * align
+
+
 def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
+    """A stream's tensors must fit in the HBM of the PE that holds them: per PE, each
+    tensor (src; and dst for ``op=copy``) is ``bytes_per_pe + align_offset_bytes``,
+    placed on the HBM allocator's alignment (whole pages and whole interleave stripes,
+    :func:`kernbench.config.schema.hbm_alignment`)."""
     value = get_key(cfg, "workload.bytes_per_pe")
-    if value is not ABSENT and value > pe_hbm_bytes(cfg):
-        mm = cfg.topology.cube.memory_map
+    if value is ABSENT:
+        return
+    offset = get_key(cfg, "workload.align_offset_bytes")
+    offset = 0 if offset is ABSENT else offset
+    tensors = 2 if get_key(cfg, "workload.op") is StreamOp.copy else 1
+    mm = cfg.topology.cube.memory_map
+    align = hbm_alignment(cfg.topology)
+    need = tensors * _aligned(value + offset, align)
+    if need > pe_hbm_bytes(cfg):
+        what = f"{value}" if not offset else f"{value} + workload.align_offset_bytes {offset}"
+        copies = " x 2 tensors (op=copy: src and dst)" if tensors == 2 else ""
+        placed = f"{what}{copies}, on {align}-byte alignment = {need}," if need != value else what
         raise ConfigError(
             "workload.bytes_per_pe",
-            f"{value} exceeds a PE's HBM: {mm.hbm_channels_per_pe} channels x"
-            f" {mm.hbm_channel_bytes} bytes = {pe_hbm_bytes(cfg)} ({PE_HBM_KEYS})",
+            f"{placed} exceeds a PE's HBM: {mm.hbm_channels_per_pe} channels x"
+            f" {mm.hbm_channel_bytes} bytes ="
+            f" {pe_hbm_bytes(cfg)} ({PE_HBM_KEYS})",
         )
 
 
@@ -258,6 +277,31 @@ def _gqa_shape(cfg: KernBenchConfig) -> None:
     if w.sub_tiles > w.tile_tokens:
         raise ConfigError(
             "workload.sub_tiles", f"{w.sub_tiles} exceeds workload.tile_tokens = {w.tile_tokens}"
+        )
+
+
+def _gqa_fits(cfg: KernBenchConfig) -> None:
+    """GQA's tensors must fit in the HBM of each PE that holds a KV head's shard: Q and
+    O (the group's query rows), K and V (every KV token), each on the allocator's
+    alignment (:func:`kernbench.workloads.gqa.run`)."""
+    if get_key(cfg, "workload.kv_heads") is ABSENT:
+        return
+    w, mm = cfg.workload, cfg.topology.cube.memory_map
+    rows = w.query_heads // w.kv_heads * w.query_tokens
+    q_bytes = rows * w.head_dim * w.dtype_bytes
+    kv_bytes = w.seq_tokens * w.head_dim * w.dtype_bytes
+    align = hbm_alignment(cfg.topology)
+    need = 2 * _aligned(q_bytes, align) + 2 * _aligned(kv_bytes, align)
+    if need > pe_hbm_bytes(cfg):
+        key = "workload.query_tokens" if q_bytes > kv_bytes else "workload.seq_tokens"
+        raise ConfigError(
+            key,
+            f"Q and O ({rows} rows x {w.head_dim} x {w.dtype_bytes} B = {q_bytes} B each) and"
+            f" K and V ({w.seq_tokens} tokens x {w.head_dim} x {w.dtype_bytes} B = {kv_bytes}"
+            f" B each), on {align}-byte alignment = {need} B, exceed a PE's HBM:"
+            f" {mm.hbm_channels_per_pe} channels x {mm.hbm_channel_bytes} bytes ="
+            f" {pe_hbm_bytes(cfg)} (rows: workload.query_heads / workload.kv_heads x"
+            " workload.query_tokens; tokens: workload.seq_tokens)",
         )
 
 
@@ -407,6 +451,7 @@ RULES: tuple[Rule, ...] = (
     _access_fits_shard,
     _gqa_at_least_one,
     _gqa_shape,
+    _gqa_fits,
     _stream_pattern,
     _triton_sizes,
     _triton_fits,
