@@ -41,6 +41,8 @@ MAIN_METRICS: dict[str, tuple[str, ...]] = {
 }
 MAIN_METRICS["gqa_opt3"] = MAIN_METRICS["gqa_opt2"]
 FALLBACK_METRICS = ("sim_time_ns",)
+# Rows that time the simulator (``sim.measure_speed``) lead with its speed.
+SPEED_METRIC = "speed_ratio"
 WORKLOAD = "workload.name"
 
 
@@ -94,7 +96,8 @@ def main_metrics(ok: pd.DataFrame) -> list[str]:
     names = ok[WORKLOAD].dropna().unique() if WORKLOAD in ok else []
     wanted = [m for n in names for m in MAIN_METRICS.get(str(n), FALLBACK_METRICS)]
     wanted = wanted or list(FALLBACK_METRICS)
-    present = [m for m in dict.fromkeys(wanted) if m in ok and ok[m].notna().any()]
+    timed = [SPEED_METRIC] if SPEED_METRIC in ok else []
+    present = [m for m in dict.fromkeys([*timed, *wanted]) if m in ok and ok[m].notna().any()]
     return present or [m for m in metric_columns(ok) if ok[m].notna().any()][:4]
 
 
