@@ -139,6 +139,9 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== bandwidth equivalence (4 configurations) ==" in out
     assert "== dispatch ratio (4 configurations) ==" in out
+    # the answer first: each study (its verdicts, then its table), then all points
+    assert out.index("== bandwidth equivalence") < out.index("[HOLDS]") < out.index("access_class")
+    assert out.index("== dispatch ratio") < out.index("== all points")
     # the only verdict against is the finding that misaligned local reads part by 10%
     assert out.count("[DOES NOT HOLD]") == 1
     assert "[DOES NOT HOLD] local, misaligned or small" in out

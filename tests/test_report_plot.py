@@ -25,6 +25,7 @@ TRAFFIC = (("local", "all"), ("neighbor", "all"), ("hotspot", "all"), ("uniform"
            ("uniform", "all"))  # fmt: skip
 # Each pattern's bandwidth lies in its own band, so a line's figures say its pattern.
 BAND = {"hotspot": 100.0, "local": 200.0, "neighbor": 300.0, "uniform": 400.0}
+LINK = "sip0.cube0.pe0.agg_router->sip0.cube0.hbm_ctrl"
 
 
 def bw_preset_rows() -> pd.DataFrame:
@@ -39,14 +40,18 @@ def bw_preset_rows() -> pd.DataFrame:
             MM + "hbm_mapping_mode": mapping,
             MM + "hbm_pseudo_channels": pseudo,
             MM + "hbm_channels_per_pe": pseudo // pes,
+            MM + "interleave_bytes": 256,
             "workload.name": "stream",
             "workload.access_bytes": access,
+            "workload.align_offset_bytes": 0,
             "workload.active_pes": active,
             "workload.pattern": pattern,
             "sim.fabric": fabric,
         }
         bw = BAND[pattern] + access / 1000 + pes + (mapping == "n_to_one")
-        rows.append(make_row(flat, status="ok", metrics={"effective_bw_gbs": bw}))
+        rows.append(
+            make_row(flat, status="ok", metrics={"effective_bw_gbs": bw, "busiest_link": LINK})
+        )
     return pd.DataFrame(rows)
 
 
