@@ -88,10 +88,12 @@ UNIT_SUFFIXES = (
 
 def axis_label(name: str) -> str:
     """A short axis label: ``workload.access_bytes`` -> ``access size (B)``,
-    ``kernel_latency_ns`` -> ``kernel latency (ns)``; a name without a unit in words."""
-    last = name.rsplit(".", 1)[-1]
+    ``kernel_latency_ns`` -> ``kernel latency (ns)``, ``workload.name`` -> ``workload``;
+    a name without a unit in words."""
+    parts = name.split(".")
+    last = parts[-1]
     unit = unit_of(last)
-    words = LABEL_WORDS.get(last)
+    words = LABEL_WORDS.get(last) or (parts[-2] if last == "name" and len(parts) > 1 else None)
     if words is None:
         suffix = next((s for s in UNIT_SUFFIXES if last.endswith(s) and last != s), "")
         words = last.removesuffix(suffix).replace("_", " ") if unit else last.replace("_", " ")

@@ -117,6 +117,7 @@ def test_axis_labels_are_short_with_the_unit_once():
         ("dispatch_cycles_per_tile", "dispatch cost (cycles/tile)"),
         ("topology.cube.memory_map.hbm_mapping_mode", "hbm mapping mode"),
         ("bw_efficiency", "bw efficiency (fraction of peak)"),
+        ("workload.name", "workload"),
     ],
 )
 def test_axis_label(name, label):
