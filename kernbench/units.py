@@ -57,3 +57,44 @@ def with_unit(name: str) -> str:
     """``name (unit)`` for an axis label or a help line; the bare name without one."""
     unit = unit_of(name)
     return f"{name} ({unit})" if unit else name
+
+
+# Axis labels: a name's last part in words, its unit once, in brackets. The suffix
+# that spells the unit is dropped (``kernel_latency_ns`` -> ``kernel latency (ns)``);
+# names whose words would repeat the unit get words of their own.
+LABEL_WORDS: dict[str, str] = {
+    "access_bytes": "access size",
+    "bytes_per_pe": "work per PE",
+    "pes_per_cube": "PEs per cube",
+    "byte_cycles_recip": "R, cost per byte",
+    "logical_bytes_per_tile": "logical data",
+    "dispatch_cycles_per_tile": "dispatch cost",
+    "sim_wall_s": "simulation wall time",
+    "wall_s": "wall time",
+}
+UNIT_SUFFIXES = (
+    "_bytes_per_tile",
+    "_cycles_per_tile",
+    "_per_tile",
+    "_per_s",
+    "_gbs",
+    "_ns",
+    "_bytes",
+    "_cycles",
+    "_ghz",
+    "_wall_s",
+)
+
+
+def axis_label(name: str) -> str:
+    """A short axis label: ``workload.access_bytes`` -> ``access size (B)``,
+    ``kernel_latency_ns`` -> ``kernel latency (ns)``, ``workload.name`` -> ``workload``;
+    a name without a unit in words."""
+    parts = name.split(".")
+    last = parts[-1]
+    unit = unit_of(last)
+    words = LABEL_WORDS.get(last) or (parts[-2] if last == "name" and len(parts) > 1 else None)
+    if words is None:
+        suffix = next((s for s in UNIT_SUFFIXES if last.endswith(s) and last != s), "")
+        words = last.removesuffix(suffix).replace("_", " ") if unit else last.replace("_", " ")
+    return f"{words} ({unit})" if unit else words

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,9 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== bandwidth equivalence (4 configurations) ==" in out
     assert "== dispatch ratio (4 configurations) ==" in out
+    # the answer first: each study (its verdicts, then its table), then all points
+    assert out.index("== bandwidth equivalence") < out.index("[HOLDS]") < out.index("access_class")
+    assert out.index("== dispatch ratio") < out.index("== all points")
     # the only verdict against is the finding that misaligned local reads part by 10%
     assert out.count("[DOES NOT HOLD]") == 1
     assert "[DOES NOT HOLD] local, misaligned or small" in out
@@ -189,3 +193,27 @@ def test_heat_map_explains_its_blank_cell_and_marks_the_adr(tmp_path, monkeypatc
     assert colorbar.get_ylabel() == "opt3 / opt2 dispatch cycles per tile"
     latency = drawn["dispatch_ratio_latency.png"]
     assert {t.get_text() for t in latency.legends[0].get_texts()} == {"opt2", "opt3", "dma-bound"}
+
+
+def test_bare_report_takes_the_newest_directory_with_ok_rows(tmp_path, monkeypatch, capsys):
+    """Issue 22: after a mistyped run, a bare ``kernbench-report`` reported on it (the
+    newest directory). It takes the newest sweep or run with an ok row, and says so."""
+    sweep = tmp_path / "outputs" / "bw_equivalence" / "older"
+    write_rows(bw_rows(), sweep / "results.parquet")
+    failed = tmp_path / "outputs" / "2026-01-02" / "10-00-00"
+    write_rows([make_row({"workload.access_bytes": 3}, status="error", error="mistyped")],
+               failed / "result.parquet")  # fmt: skip
+    os.utime(sweep / "results.parquet", (1_000_000, 1_000_000))  # the failed run is newer
+    monkeypatch.chdir(tmp_path)
+    assert main([]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (
+        "kernbench-report: the newest sweep or run with ok rows: outputs/bw_equivalence/older;"
+        " passed over 1 newer with no ok row: outputs/2026-01-02/10-00-00"
+    )
+    assert (sweep / "report.html").is_file() and not (failed / "report.html").exists()
+    assert latest_result(Path("outputs")) == Path("outputs/bw_equivalence/older")
+    write_rows([make_row({"workload.access_bytes": 3}, status="error", error="x")],
+               sweep / "results.parquet")  # fmt: skip
+    assert main([]) == 1
+    assert "has an ok row (the newest: outputs/" in capsys.readouterr().err

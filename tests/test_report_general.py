@@ -7,7 +7,9 @@ Chromium (skipped, with the reason, where no browser is installed).
 from __future__ import annotations
 
 import base64
+import html
 import itertools
+import json
 import re
 import shutil
 import subprocess
@@ -20,7 +22,7 @@ import pytest
 from kernbench.report.cli import main
 from kernbench.report.formatting import format_table
 from kernbench.report.general import independent_axes, overview, swept_keys
-from kernbench.report.metric_plot import PlotError, choose_axes, plot_metric
+from kernbench.report.metric_plot import choose_axes
 from kernbench.results import make_row, write_rows
 
 MM = "topology.cube.memory_map."
@@ -56,13 +58,26 @@ def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
     # constants once, above the table: topology name, PEs, the per-PE peak
     constant = out.split("constant: ", 1)[1]
     assert "topology.pes_per_cube=8" in constant and "peak_bw_gbs=256" in constant
-    header = next(line for line in out.splitlines() if "access_bytes" in line and "bw" in line)
+    lines = out.splitlines()
+    header = next(line for line in lines if "aggregate_bw_gbs" in line)
     assert header.split() == [
         "hbm_mapping_mode",
         "access_bytes",
         "effective_bw_gbs",
         "aggregate_bw_gbs",
     ]
+    # before the table: the best and worst rows of the plotted metric (GB/s: highest best)
+    at = lines.index(
+        "effective_bw_gbs: rank 1 = highest is best; the first and last 2 of 4 ok rows"
+    )
+    assert [line.split() for line in lines[at + 1 : at + 6]] == [
+        ["rank", "hbm_mapping_mode", "access_bytes", "effective_bw_gbs"],
+        ["1", "n_to_one", "65536", "256"],
+        ["2", "one_to_one", "65536", "256"],
+        ["3", "n_to_one", "4096", "16"],
+        ["4", "one_to_one", "4096", "16"],
+    ]
+    assert at < lines.index("plots: report_effective_bw_gbs.png") < lines.index(header)
     assert (tmp_path / "report_effective_bw_gbs.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "report.txt").read_text().startswith(str(tmp_path))
 
@@ -163,14 +178,6 @@ def test_default_axes_x_numeric_hue_a_choice_panels_the_rest():
     x, hue, facets = choose_axes(df, axes, "topology.pes_per_cube", None)
     assert (x, hue) == ("topology.pes_per_cube", MM + "hbm_mapping_mode")
     assert facets == [MM + "hbm_pseudo_channels", "workload.access_bytes"]
-
-
-def test_too_many_panels_is_one_clear_line(tmp_path):
-    rows = [stream_row("n_to_one", a, pes=p) for a in range(1, 19) for p in (4, 8)]
-    df = pd.DataFrame(rows)
-    with pytest.raises(PlotError, match="18 panels .* more than 16; choose --x and --hue"):
-        plot_metric(df, "effective_bw_gbs", "topology.pes_per_cube", None,
-                    ["workload.access_bytes"], tmp_path / "p.png")  # fmt: skip
 
 
 def test_metric_x_and_hue_options(tmp_path, capsys):
@@ -281,3 +288,66 @@ def test_equal_outcomes_stay_in_the_table(tmp_path, capsys):
         ["n_to_one", "100", "1600"],
         ["one_to_one", "100", "1600"],
     ]
+
+
+# Injected into a copy of report.html: where the first verdict, plot, table and
+# collapsed section sit, then, with every <details> opened, each table's box
+# scrolled to its right end (a rendered table must be reachable there, not cut).
+MEASURE = """<script>
+const topOf = e => e ? e.getBoundingClientRect().top + window.scrollY : null;
+const shown = [...document.querySelectorAll("table")].filter(t => t.getClientRects().length);
+const tables = [...document.querySelectorAll("table")];
+const out = {
+  verdict: topOf(document.querySelector(".claim")), plot: topOf(document.querySelector("img")),
+  details: topOf(document.querySelector("details")), table: shown.length ? topOf(shown[0]) : null,
+  verdictFirst: !!(document.querySelector(".claim").compareDocumentPosition(tables[0])
+                   & Node.DOCUMENT_POSITION_FOLLOWING),
+};
+document.querySelectorAll("details").forEach(d => { d.open = true; });
+out.boxes = tables.map(t => {
+  const box = t.parentElement;
+  box.scrollLeft = box.scrollWidth;
+  const last = t.querySelector("tr > :last-child").getBoundingClientRect();
+  return { overflowX: getComputedStyle(box).overflowX, scrollWidth: box.scrollWidth,
+           clientWidth: box.clientWidth, lastRight: last.right,
+           boxRight: box.getBoundingClientRect().right };
+});
+out.pageWidth = document.documentElement.scrollWidth;
+out.viewWidth = window.innerWidth;
+const pre = document.createElement("pre");
+pre.id = "measured"; pre.textContent = JSON.stringify(out); document.body.append(pre);
+</script>"""
+
+
+def measure_page(page, tmp_path, width: int) -> dict:
+    """Render ``page`` in headless Chromium ``width`` pixels wide; MEASURE's figures."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
+    cmd = [_browser(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+           f"--window-size={width},1000", probe.as_uri()]  # fmt: skip
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_report_html_leads_with_the_verdicts_and_scrolls_wide_tables(tmp_path):
+    """Issue 22: report.html opened with a 120-row table; wide tables were cut at the
+    page's edge. On a study's sweep the first verdict is above the first plot, which is
+    above every table and collapsed section; 700 pixels wide, each wide table scrolls in
+    its own box (overflow-x auto, scrollWidth > clientWidth) and scrolled to its end
+    shows its last column inside the box, while the page itself does not scroll."""
+    from tests.test_report_plot import bw_preset_rows
+
+    write_rows(bw_preset_rows().to_dict("records"), tmp_path / "results.parquet")
+    assert main([str(tmp_path)]) == 0
+    got = measure_page(tmp_path / "report.html", tmp_path, 700)
+    assert got["verdictFirst"]
+    assert got["verdict"] < got["plot"] < got["details"], got
+    assert got["table"] is None or got["plot"] < got["table"], got
+    wide = [b for b in got["boxes"] if b["scrollWidth"] > b["clientWidth"]]
+    assert wide, got["boxes"]
+    assert {b["overflowX"] for b in got["boxes"]} == {"auto"}
+    assert all(b["lastRight"] <= b["boxRight"] + 1 for b in got["boxes"]), got["boxes"]
+    assert got["pageWidth"] <= got["viewWidth"], got

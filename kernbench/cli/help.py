@@ -29,7 +29,7 @@ usage:
   kernbench --cfg job [overrides]                validate, print the config (derived filled)
   kernbench --keys                               only the key list below
   kernbench --hydra-help                         Hydra's own flags
-  kernbench-report [DIR]                         report on the newest (or a given) sweep/run
+  kernbench-report [DIR]                         report on DIR, or the newest sweep/run with ok rows
 """
 
 

@@ -1,7 +1,8 @@
 """``kernbench-report [DIR]``: report on any sweep or single run.
 
 Reads ``results.parquet`` of a sweep directory or ``result.parquet`` of a single run
-(by default the newest under ``./outputs``). It prints the swept keys, the constant
+(by default the newest under ``./outputs`` that has an ok row, named on the first
+line: a newer failed run is passed over). It prints the swept keys, the constant
 values once, and a compact table of the swept keys against the main metrics, and
 plots a metric (``--metric``, a default per workload) against the swept keys
 (``--x``, ``--hue``, one panel per value of the rest). For the studies it finds
@@ -24,7 +25,7 @@ import pandas as pd
 from kernbench.report.document import PlotChoice, ReportError, build, render_text
 from kernbench.report.html import write_html
 from kernbench.report.tables import status_counts
-from kernbench.results import RESULT_FILE
+from kernbench.results import RESULT_FILE, STATUS_OK
 from kernbench.sweep import MERGED_FILE
 
 DEFAULT_ROOT = Path("outputs")
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        where = Path(args.dir) if args.dir else latest_result(DEFAULT_ROOT)
+        where = Path(args.dir) if args.dir else _newest(DEFAULT_ROOT)
         df = load_any(where)
         out_dir = where if where.is_dir() else where.parent
         choice = PlotChoice(args.metric, args.x, args.hue)
@@ -53,6 +54,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2 if args.strict and False in verdicts else 0
 
 
+def _newest(root: Path) -> Path:
+    """The directory a bare ``kernbench-report`` reports on, said on its first line."""
+    where, skipped = newest_with_ok(root)
+    passed = f"; passed over {len(skipped)} newer with no ok row: {skipped[0]}" if skipped else ""
+    more = f" and {len(skipped) - 1} more" if len(skipped) > 1 else ""
+    print(f"kernbench-report: the newest sweep or run with ok rows: {where}{passed}{more}")
+    return where
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernbench-report", description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -60,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         metavar="DIR",
         help=f"a sweep or run directory, or a Parquet file (default: the newest under"
-        f" {DEFAULT_ROOT}/)",
+        f" {DEFAULT_ROOT}/ with an ok row)",
     )
     parser.add_argument("--metric", help="the metric to plot (default: one per workload)")
     parser.add_argument("--x", help="the swept key along the x axis (short names work)")
@@ -80,12 +90,34 @@ def load_any(where: Path) -> pd.DataFrame:
 
 
 def latest_result(root: Path) -> Path:
-    """The sweep or single-run directory under ``root`` written last (a sweep job's
-    own ``result.parquet`` is part of its sweep, not a run of its own)."""
+    """The sweep or single-run directory under ``root`` written last that has an ok
+    row (a failed run, e.g. a mistyped one, is skipped; a sweep job's own
+    ``result.parquet`` is part of its sweep, not a run of its own)."""
+    return newest_with_ok(root)[0]
+
+
+def newest_with_ok(root: Path) -> tuple[Path, list[Path]]:
+    """``(directory, skipped)``: the newest sweep or run directory under ``root`` with
+    an ok row, and the newer ones passed over because none of their rows is ok."""
     found = [*root.rglob(MERGED_FILE), *(p for p in root.rglob(RESULT_FILE) if _single(p))]
     if not found:
         raise FileNotFoundError(f"no {MERGED_FILE} or {RESULT_FILE} under {root.resolve()}")
-    return max(found, key=lambda p: p.stat().st_mtime).parent
+    skipped = []
+    for path in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True):
+        if _has_ok_row(path):
+            return path.parent, skipped
+        skipped.append(path.parent)
+    raise FileNotFoundError(
+        f"no sweep or run under {root.resolve()} has an ok row (the newest: {skipped[0]})"
+    )
+
+
+def _has_ok_row(path: Path) -> bool:
+    try:
+        status = pd.read_parquet(path, columns=["status"])["status"]
+    except Exception:  # unreadable, or no status column: not a table to report on
+        return False
+    return bool((status == STATUS_OK).any())
 
 
 def _single(path: Path) -> bool:

@@ -1,4 +1,4 @@
-"""The report as text: the general section for any rows, then each study found.
+"""The report as text: each study found (its verdicts first), then the general section.
 
 :func:`build` turns a result table into :class:`~kernbench.report.study.Section`
 objects (writing the plots as it goes); :func:`render_text` prints them, and
@@ -21,6 +21,7 @@ from kernbench.report.general import (
     default_metric,
     independent_axes,
     overview,
+    ranked,
     swept_keys,
 )
 from kernbench.report.metric_plot import PlotError, choose_axes, plot_metric
@@ -42,26 +43,33 @@ class PlotChoice:
 
 
 def build(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> list[Section]:
-    """Every section for ``df``: the general one, then each study the rows hold."""
+    """Every section for ``df``, the answer first: each study the rows hold (its
+    verdicts lead), then the general one."""
     if df.empty:
         raise ReportError("the table has no rows")
     if not (df["status"] == STATUS_OK).any():
         first = df["error"].dropna().iloc[0] if df["error"].notna().any() else "no message"
         raise ReportError(f"all {len(df)} points failed; the first: {first}")
-    sections = [general_section(df, out_dir, choice)]
+    general = general_section(df, out_dir, choice)
     found = (study_section(s, df, out_dir) for s in STUDIES)
-    return sections + [s for s in found if s is not None]
+    return [*(s for s in found if s is not None), general]
 
 
 def general_section(df: pd.DataFrame, out_dir: Path, choice: PlotChoice) -> Section:
+    """The swept axes, the best and worst rows of the metric, the plot, then the
+    constants and the table."""
     ov = overview(df)
     ok = df[df["status"] == STATUS_OK]
     swept = ", ".join(f"{k} ({df[k].astype(str).nunique()})" for k in ov.swept) or "nothing"
     rows = f"{ov.rows} row{'s' * (ov.rows != 1)}"
     section = Section(f"all points ({rows}, {ov.ok} ok)", table=ov.table)
-    swept_line = textwrap.fill(f"swept: {swept}", 100, subsequent_indent="  ")
-    section.lines = [swept_line, "constant: " + "\n  ".join(constants_text(ov.constants))]
+    section.lines = [textwrap.fill(f"swept: {swept}", 100, subsequent_indent="  ")]
+    section.details = ["constant: " + "\n  ".join(constants_text(ov.constants))]
     section.notes = [f"error: {e}" for e in ov.errors]
+    metric = resolve("--metric", choice.metric, list(ok.columns)) or default_metric(ok, ov.metrics)
+    best = ranked(ok, metric, [a for a in ov.axes if a in ok]) if metric else None
+    if best is not None:
+        section.summary_title, section.summary = best
     try:
         section.plots = _general_plot(ok, ov, out_dir, choice)
     except PlotError as exc:
@@ -120,14 +128,17 @@ def resolve(
 
 
 def render_text(header: str, sections: list[Section]) -> str:
-    """The printed report (also ``report.txt``)."""
+    """The printed report (also ``report.txt``), each section answer first."""
     lines = [header]
     for section in sections:
         lines += ["", f"== {section.title} ==", *section.lines]
-        if section.table is not None:
-            lines.append(section.table.to_string(index=False))
         lines += [c.line() for c in section.claims]
+        if section.summary is not None:
+            lines += [section.summary_title, section.summary.to_string(index=False)]
         lines += section.notes
         if section.plots:
             lines.append("plots: " + ", ".join(p.name for p in section.plots))
+        lines += section.details
+        if section.table is not None:
+            lines.append(section.table.to_string(index=False))
     return "\n".join(lines)

@@ -6,7 +6,9 @@ swept key determines (``hbm_channels_per_pe`` follows from pseudo-channels and P
 cube, ``pes_per_cube`` from ``topology.name`` when the sweep chose topologies), so a
 plot never spends a dimension on a key that only repeats another. Every constant config
 value and every constant metric other than the main ones is said once, above the
-table; the main metrics (the outcomes) stay in the table even when equal. The studies
+table; the main metrics (the outcomes) stay in the table even when equal.
+:func:`ranked` picks the best and worst rows of a metric, what a reader looks for
+before the table. The studies
 (:mod:`kernbench.report.study`) add their claims and plots on top of this; this module
 knows no study.
 """
@@ -20,6 +22,7 @@ import pandas as pd
 
 from kernbench.report.formatting import format_table, format_value, natural_order
 from kernbench.results import STATUS_OK
+from kernbench.units import unit_of
 
 # Columns that say who ran what and how long it took: never a swept key or a metric.
 IDENTITY = frozenset(
@@ -41,6 +44,8 @@ MAIN_METRICS: dict[str, tuple[str, ...]] = {
 }
 MAIN_METRICS["gqa_opt3"] = MAIN_METRICS["gqa_opt2"]
 FALLBACK_METRICS = ("sim_time_ns",)
+# Rows that time the simulator (``sim.measure_speed``) lead with its speed.
+SPEED_METRIC = "speed_ratio"
 WORKLOAD = "workload.name"
 
 
@@ -94,7 +99,8 @@ def main_metrics(ok: pd.DataFrame) -> list[str]:
     names = ok[WORKLOAD].dropna().unique() if WORKLOAD in ok else []
     wanted = [m for n in names for m in MAIN_METRICS.get(str(n), FALLBACK_METRICS)]
     wanted = wanted or list(FALLBACK_METRICS)
-    present = [m for m in dict.fromkeys(wanted) if m in ok and ok[m].notna().any()]
+    timed = [SPEED_METRIC] if SPEED_METRIC in ok else []
+    present = [m for m in dict.fromkeys([*timed, *wanted]) if m in ok and ok[m].notna().any()]
     return present or [m for m in metric_columns(ok) if ok[m].notna().any()][:4]
 
 
@@ -136,3 +142,29 @@ def constants_text(constants: dict[str, Any], width: int = 100) -> list[str]:
             line = ""
         line = f"{line}, {item}" if line else item
     return [*lines, line] if line else lines
+
+
+# Which end of a metric is the good one, read off its unit (None: not known).
+LOWER_IS_BETTER = frozenset({"ns", "s", "µs", "cycles", "cycles/tile"})
+HIGHER_IS_BETTER = frozenset({"GB/s", "fraction of peak", "1/s", "× bare SimPy rate"})
+RANKED = 3  # rows shown at each end
+
+
+def ranked(ok: pd.DataFrame, metric: str, keys: list[str]) -> tuple[str, pd.DataFrame] | None:
+    """``(title, table)``: the best and the worst :data:`RANKED` ok rows by ``metric``
+    (``rank`` 1 is the best; the highest when the unit says nothing), with ``keys``;
+    None for fewer than two rows or a metric that is not a number."""
+    rows = ok[ok[metric].notna()] if metric in ok else ok.iloc[:0]
+    if len(rows) < 2 or not pd.api.types.is_numeric_dtype(rows[metric]):
+        return None
+    lower = unit_of(metric) in LOWER_IS_BETTER
+    known = lower or unit_of(metric) in HIGHER_IS_BETTER
+    order = rows.sort_values(keys, key=natural_order) if keys else rows
+    order = order.sort_values(metric, ascending=lower, kind="stable").reset_index(drop=True)
+    n = min(RANKED, len(order) // 2)
+    ends = pd.concat([order.iloc[:n], order.iloc[len(order) - n :]])
+    table = pd.DataFrame({"rank": ends.index + 1})
+    table = pd.concat([table, ends[[*keys, metric]].reset_index(drop=True)], axis=1)
+    best = ("lowest" if lower else "highest") + (" is best" if known else " first")
+    title = f"{metric}: rank 1 = {best}; the first and last {n} of {len(order)} ok rows"
+    return title, format_table(table)

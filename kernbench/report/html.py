@@ -1,9 +1,14 @@
-"""``report.html``: the report's sections as one self-contained page.
+"""``report.html``: the report's sections as one self-contained page, answer first.
 
-Every plot is embedded as a base64 PNG (``data:`` URI) and the style sheet is inline,
-so the file opens in any browser, offline, copied anywhere, with nothing beside it.
-matplotlib's PNGs are enough here: interactive plots (plotly, altair) would add a
-dependency and several MB of JavaScript per page for hover labels the tables give.
+Each section shows its claims (verdict and figures), a short summary table and its
+plots open; the values said once and the full table sit in collapsed ``<details>``
+below them. Every table scrolls sideways in its own box (``overflow-x: auto``) and
+its column names may break after an underscore, so a wide table is never cut at the
+page's edge. Every plot is embedded as a base64 PNG (``data:`` URI) and the style
+sheet is inline, so the file opens in any browser, offline, copied anywhere, with
+nothing beside it. matplotlib's PNGs are enough here: interactive plots (plotly,
+altair) would add a dependency and several MB of JavaScript per page for hover labels
+the tables give.
 """
 
 from __future__ import annotations
@@ -12,22 +17,29 @@ import base64
 from html import escape
 from pathlib import Path
 
+import pandas as pd
+
 from kernbench.report.claims import Claim
 from kernbench.report.study import Section
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px;
-       color: #222; background: #fff; }
+       padding: 0 1em; color: #222; background: #fff; }
 h1 { font-size: 1.4em; } h2 { font-size: 1.15em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+table { border-collapse: collapse; font-size: 0.85em; }
 th, td { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; }
-th { background: #f3f3f3; }
+td { white-space: nowrap; }
+th { background: #f3f3f3; vertical-align: bottom; }
 .claim { margin: 0.4em 0; } .detail { color: #555; margin-left: 1.5em; font-size: 0.9em; }
 .HOLDS { color: #fff; background: #2a7d2a; padding: 1px 6px; border-radius: 3px; }
 .DOES-NOT-HOLD { color: #fff; background: #b22; padding: 1px 6px; border-radius: 3px; }
 .NOT-TESTED { color: #fff; background: #888; padding: 1px 6px; border-radius: 3px; }
 pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.85em; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; margin: 0.5em 0; }
+.scroll::-webkit-scrollbar { height: 10px; }
+.scroll::-webkit-scrollbar-thumb { background: #bbb; border-radius: 5px; }
+.caption { font-size: 0.9em; color: #444; margin: 0.8em 0 0 0; }
+details { margin: 0.6em 0; } summary { cursor: pointer; color: #235; }
 img { max-width: 100%; display: block; margin: 0.8em 0; border: 1px solid #eee; }
 """
 
@@ -47,13 +59,42 @@ def _section(section: Section) -> str:
     parts = [f"<h2>{escape(section.title)}</h2>"]
     if section.lines:
         parts.append(f"<pre>{escape(chr(10).join(section.lines))}</pre>")
-    if section.table is not None:
-        table = section.table.to_html(index=False, border=0, escape=True)
-        parts.append(f'<div class="scroll">{table}</div>')
     parts += [_claim(c) for c in section.claims]
+    if section.summary is not None:
+        parts.append(f'<p class="caption">{escape(section.summary_title)}</p>')
+        parts.append(table_html(section.summary))
     parts += [f"<p>{escape(n)}</p>" for n in section.notes]
     parts += [_image(p) for p in section.plots]
+    if section.details:
+        text = escape(chr(10).join(section.details))
+        parts.append(_details("values the same in every row", f"<pre>{text}</pre>"))
+    if section.table is not None:
+        rows, cols = section.table.shape
+        what = f"the table: {rows} row{'s' * (rows != 1)}, {cols} columns"
+        parts.append(_details(what, table_html(section.table)))
     return f"<section>{''.join(parts)}</section>"
+
+
+def table_html(table: pd.DataFrame) -> str:
+    """A formatted table in its own sideways-scrolling box; a column name may break
+    after each underscore or dot."""
+    head = "".join(f"<th>{_breakable(str(c))}</th>" for c in table.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>"
+        for row in table.itertuples(index=False, name=None)
+    )
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _breakable(name: str) -> str:
+    return escape(name).replace("_", "_<wbr>").replace(".", ".<wbr>")
+
+
+def _details(summary: str, content: str) -> str:
+    return f"<details><summary>{escape(summary)}</summary>{content}</details>"
 
 
 def _claim(claim: Claim) -> str:

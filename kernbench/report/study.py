@@ -30,14 +30,20 @@ class Study:
 @dataclass
 class Section:
     """One part of the report, rendered as text (:mod:`~kernbench.report.document`)
-    and as HTML (:mod:`~kernbench.report.html`) from the same content."""
+    and as HTML (:mod:`~kernbench.report.html`) from the same content, answer first:
+    ``lines`` (what it is about), ``claims``, a short ``summary`` table, ``notes``,
+    ``plots``; then ``details`` (values said once) and the full ``table`` (collapsed
+    in HTML)."""
 
     title: str
     lines: list[str] = field(default_factory=list)
-    table: pd.DataFrame | None = None  # already formatted (strings)
     claims: list[Claim] = field(default_factory=list)
+    summary: pd.DataFrame | None = None  # already formatted (strings)
+    summary_title: str = ""
     plots: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+    table: pd.DataFrame | None = None  # already formatted (strings)
 
 
 STUDIES: tuple[Study, ...] = (
@@ -56,7 +62,7 @@ def study_section(study: Study, df: pd.DataFrame, out_dir: Path) -> Section | No
         section = Section(f"{study.title} ({len(table)} configurations)")
         same = [c for c in table.columns if len(table) > 1 and table[c].astype(str).nunique() == 1]
         if same:
-            section.lines = [f"same in every row: {_pairs(table, same)}"]
+            section.details = [f"same in every row: {_pairs(table, same)}"]
         section.table = format_table(table.drop(columns=same))
         section.claims = study.check(table)
     except Exception as exc:  # a study's own limits must not cost the general report
