@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import hydra
+import pyarrow.parquet as pq
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -39,7 +40,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from kernbench import simulate
 from kernbench.cli import entry, estimate
-from kernbench.config import flatten
+from kernbench.config import flatten, objective
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate_and_flatten
@@ -232,7 +233,7 @@ def _write(
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 @point_task  # the fast sweep runs its points through run_job (kernbench.sweep.points)
-def _hydra_task(cfg: DictConfig) -> str:
+def _hydra_task(cfg: DictConfig) -> str | objective.Value:
     hydra_cfg = HydraConfig.get()
     job = JobId()
     if hydra_cfg.mode == RunMode.MULTIRUN:
@@ -246,7 +247,21 @@ def _hydra_task(cfg: DictConfig) -> str:
         status = run_job(cfg, out_dir, job, cache, bar)
     if status != STATUS_OK and hydra_cfg.mode == RunMode.RUN:
         raise SystemExit(1)
-    return status
+    wanted = cfg.get(objective.KEY)
+    if wanted is None:
+        return status
+    return objective_of_run(
+        out_dir, OmegaConf.to_container(wanted) if OmegaConf.is_config(wanted) else wanted
+    )
+
+
+def objective_of_run(out_dir: Path, wanted: Any) -> objective.Value:
+    """The ``objective`` of the row a job wrote (read back, so it is exactly what
+    ``results.parquet`` will hold), printed; None for an error row (a failed trial)."""
+    rows = pq.read_table(out_dir / RESULT_FILE).to_pylist()
+    result = objective.value(rows[0], wanted) if rows else None
+    print(objective.describe(wanted, result))
+    return result
 
 
 def point_cache(cfg: DictConfig, launch_dir: Path) -> PointCache | None:
