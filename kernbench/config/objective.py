@@ -81,11 +81,12 @@ def check_names(
         kind = columns.get(name)
         if kind is None:
             numbers = [m for m, k in metrics.items() if k == NUMBER]
+            hint = did_you_mean(name, metrics) or did_you_mean(name, columns)
             raise ConfigError(
                 KEY,
                 f"{name} is not a column of {label}'s rows (its number columns:"
                 f" {', '.join(numbers)}, and every number config key such as"
-                f" topology.pes_per_cube){did_you_mean(name, metrics) or did_you_mean(name, columns)}",
+                f" topology.pes_per_cube){hint}",
             )
         if kind == TEXT:
             raise ConfigError(
