@@ -27,16 +27,19 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import hydra
+import pyarrow.parquet as pq
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli import entry
+from kernbench.config import objective
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.job import JobId, run_job
-from kernbench.results import STATUS_OK
+from kernbench.results import RESULT_FILE, STATUS_OK
 from kernbench.sweep import callbacks, outputs
 from kernbench.sweep.cache import PointCache
 from kernbench.sweep.points import point_task
@@ -47,7 +50,7 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 @point_task  # the fast sweep runs its points through run_job (kernbench.sweep.points)
-def _hydra_task(cfg: DictConfig) -> str:
+def _hydra_task(cfg: DictConfig) -> str | objective.Value:
     hydra_cfg = HydraConfig.get()
     job = JobId()
     if hydra_cfg.mode == RunMode.MULTIRUN:
@@ -61,7 +64,21 @@ def _hydra_task(cfg: DictConfig) -> str:
         status = run_job(cfg, out_dir, job, cache, bar)
     if status != STATUS_OK and hydra_cfg.mode == RunMode.RUN:
         raise SystemExit(1)
-    return status
+    wanted = cfg.get(objective.KEY)
+    if wanted is None:
+        return status
+    return objective_of_run(
+        out_dir, OmegaConf.to_container(wanted) if OmegaConf.is_config(wanted) else wanted
+    )
+
+
+def objective_of_run(out_dir: Path, wanted: Any) -> objective.Value:
+    """The ``objective`` of the row a job wrote (read back, so it is exactly what
+    ``results.parquet`` will hold), printed; None for an error row (a failed trial)."""
+    rows = pq.read_table(out_dir / RESULT_FILE).to_pylist()
+    result = objective.value(rows[0], wanted) if rows else None
+    print(objective.describe(wanted, result))
+    return result
 
 
 def point_cache(cfg: DictConfig, launch_dir: Path) -> PointCache | None:

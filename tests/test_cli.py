@@ -42,7 +42,8 @@ USAGE_CASES = [
     (
         "experiment=bw_equivalence",
         "experiment=bw_equivalence: a study preset is added, not chosen: write"
-        " +experiment=<name> (presets: bw_equivalence, dispatch_ratio, sim_speed)",
+        " +experiment=<name> (presets: bw_equivalence, design_search, dispatch_ratio,"
+        " sim_speed)",
     ),
     (  # issue 22: the start of a key's last part, from another parent
         "topology.fixed=0",
@@ -192,7 +193,7 @@ def test_help_hides_base_configs_and_shows_plus_experiment():
     text = help_text()
     assert "base_stream" not in text and "base_gqa" not in text
     assert "  workload=gqa_opt2 | gqa_opt3 | stream*" in text
-    assert "  +experiment=bw_equivalence | dispatch_ratio | sim_speed" in text
+    assert "  +experiment=bw_equivalence | design_search | dispatch_ratio | sim_speed" in text
     assert "\n  experiment=" not in text
 
 

@@ -9,6 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from kernbench.cli.precheck import preset_plugins
 from kernbench.config import flatten, limits, validate
 from kernbench.config.schema import (
     ControlConfig,
@@ -198,11 +199,14 @@ def test_flatten_keeps_none_and_drops_defaults():
 
 # --- study presets (experiments/) -----------------------------------------------------
 
-EXPERIMENTS = [p.stem for p in experiment_files()]
+# The grid presets (kernbench's sweeper); design_search runs under Optuna's and is
+# tested in tests/test_objective.py.
+EXPERIMENTS = [p.stem for p in experiment_files() if not preset_plugins(p.stem)]
 
 
 def test_the_design_presets_exist_and_are_global():
     assert EXPERIMENTS == ["bw_equivalence", "dispatch_ratio", "sim_speed"]
+    assert [p.stem for p in experiment_files() if preset_plugins(p.stem)] == ["design_search"]
     for path in experiment_files():
         assert path.read_text().startswith("# @package _global_\n")
         assert package_of(path) == "_global_"

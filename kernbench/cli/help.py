@@ -18,6 +18,7 @@ from kernbench.cli.keys import Key, default_of, schema_keys
 from kernbench.cli.precheck import group_options, searched_options, workloads_with
 from kernbench.config.flatten import flatten
 from kernbench.config.store import EXPERIMENT_GROUP, conf_dir
+from kernbench.config.validate import DERIVED
 
 USAGE = """\
 kernbench: simulate one configuration, or sweep many with -m (a Hydra app).
@@ -96,6 +97,8 @@ def _limit(key: Key) -> str:
 
 def _default(key: Key, defaults: dict[str, str]) -> str:
     value = defaults.get(key.name, "")
+    if value == "(derived)" and key.name not in DERIVED:
+        value = "null"  # unset by default (objective), not filled in by validation
     return value if len(value) <= 24 else value[:21] + "..."
 
 

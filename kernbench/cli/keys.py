@@ -45,6 +45,7 @@ CROSS_FIELD_LIMITS: dict[str, str] = {
     "workload.size": "a shipped kernel's tensors <= the HBM of their PEs",
     "workload.block_size": "<= 2^20 elements (Triton's largest block)",
     "workload.kernel": "a shipped kernel, or pkg.module:fn naming a @triton.jit function",
+    "objective": "a number result column, or a list of them",
 }
 
 

@@ -36,8 +36,10 @@ from omegaconf.errors import OmegaConfBaseException
 
 from kernbench.cli.keys import Key, schema_keys, workload_keys
 from kernbench.cli.suggest import did_you_mean
-from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
-from kernbench.errors import printable
+from kernbench.config import objective
+from kernbench.config.columns import NUMBER, TEXT, metric_columns
+from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir, experiments_dir
+from kernbench.errors import ConfigError, printable
 
 HIDDEN_PREFIX = "base_"  # schema nodes the workload YAMLs build on, not options
 DEFAULT_WORKLOAD = "stream"
@@ -63,6 +65,7 @@ def check_overrides(overrides: Sequence[str], multirun: bool = True) -> None:
                 )
     workloads = _chosen_workloads(parsed)
     searched = _searched_options(parsed)
+    _check_preset_plugins(parsed)
     plugins = _our_plugins(parsed)
     for override in parsed:
         name = override.key_or_group
@@ -258,16 +261,97 @@ def _check_key(override: Override, workloads: list[str] | None) -> None:
     for value in _values(override):
         _check_type(keys[name], value)
         _check_location(name, value)
+        if name == objective.KEY:
+            _check_objective(value, workloads)
 
 
 def _our_plugins(parsed: list[Override]) -> set[str]:
     """``sweeper`` and ``launcher`` where kernbench's own is chosen (the default)."""
+    chosen = _chosen_plugins(parsed)
+    return {kind for kind, option in chosen.items() if option == "kernbench"}
+
+
+def _chosen_plugins(parsed: list[Override]) -> dict[str, str]:
+    """The sweeper and launcher the command line chooses (kernbench's by default)."""
     chosen = {"sweeper": "kernbench", "launcher": "kernbench"}
     for override in parsed:
         kind = override.key_or_group.removeprefix("hydra/")
         if override.key_or_group.startswith("hydra/") and kind in chosen:
             chosen[kind] = str(override.value())
-    return {kind for kind, option in chosen.items() if option == "kernbench"}
+    return chosen
+
+
+def _check_preset_plugins(parsed: list[Override]) -> None:
+    """A preset written for another sweeper (``design_search``: optuna) needs it on the
+    command line: Hydra keeps the first override of a group it meets, and
+    ``conf/config.yaml``'s ``override hydra/sweeper: kernbench`` comes before any
+    preset's, so the preset's own is not applied (Hydra would then refuse the other
+    sweeper's keys in several lines)."""
+    chosen = _chosen_plugins(parsed)
+    for override in parsed:
+        if override.key_or_group != EXPERIMENT_GROUP or override.is_delete():
+            continue
+        for value in _values(override):
+            for kind, option in preset_plugins(str(value)).items():
+                if chosen[kind] != option:
+                    raise UsageError(
+                        f"+experiment={value} runs under hydra/{kind}={option}: add"
+                        f" hydra/{kind}={option} to the command line (a preset cannot"
+                        f" replace the {kind} conf/config.yaml chooses)"
+                    )
+
+
+@cache
+def preset_plugins(name: str) -> dict[str, str]:
+    """The sweeper or launcher a study preset's defaults list chooses
+    (``- override /hydra/sweeper: optuna``), by kind."""
+    path = experiments_dir() / f"{name}.yaml"
+    if not path.is_file():
+        return {}
+    chosen = {}
+    for entry in OmegaConf.load(path).get("defaults", []):
+        for key, option in entry.items() if hasattr(entry, "items") else []:
+            kind = str(key).removeprefix("override").strip().removeprefix("/")
+            if kind in ("hydra/sweeper", "hydra/launcher"):
+                chosen[kind.removeprefix("hydra/")] = str(option)
+    return chosen
+
+
+def _check_objective(value: Any, workloads: list[str] | None) -> None:
+    """``objective=``: each name a number column of every chosen workload's rows; with
+    a study preset (which may choose the workload), of some workload's (validation
+    checks the composed run). One line, as validation would say it."""
+    try:
+        wanted = objective.names(value)
+        options = workloads or group_options()["workload"]
+        tables = [_row_columns(option) for option in options]
+        if workloads:
+            for option, (columns, metrics) in zip(options, tables, strict=True):
+                objective.check_names(wanted, columns, metrics, f"workload {option}")
+            return
+        columns = {k: v for c, _ in reversed(tables) for k, v in c.items()}
+        metrics = {k: v for _, m in tables for k, v in m.items()}
+        objective.check_names(wanted, columns, metrics, "any workload")
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@cache
+def _row_columns(option: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A workload option's row columns by kind, and its metric columns: config keys
+    (a number if the schema types them int or float) and the metrics it makes."""
+    schema = _schema_of_option(option)
+    own = workload_keys(schema or "")
+    columns: dict[str, str] = {}
+    for name, key in schema_keys().items():
+        if name.startswith("workload.") and name not in own:
+            continue
+        if name.startswith(("paths.", "cache", objective.KEY)):
+            continue
+        number = key.type in ("int", "float")
+        columns[name] = NUMBER if number else TEXT
+    metrics = metric_columns(WORKLOAD_SCHEMAS.get(schema or "", object))
+    return columns | metrics, metrics
 
 
 def _check_plugin_key(override: Override) -> None:

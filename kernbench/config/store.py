@@ -28,6 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
@@ -76,6 +77,9 @@ class AppConfig(KernBenchConfig):
     paths: PathsConfig = field(default_factory=PathsConfig)
     # Serve points already simulated from paths.cache_dir (kernbench.sweep.cache).
     cache: bool = True
+    # A number result column, or a list of them, that a run returns to an optimizing
+    # sweeper (hydra/sweeper=optuna) instead of its status (kernbench.config.objective).
+    objective: Any = None
 
 
 def register_configs() -> None:

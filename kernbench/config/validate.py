@@ -25,6 +25,7 @@ from typing import Any
 from kernbench.address.pa import OFFSET_BITS
 from kernbench.config.flatten import Scalar, Tree, column_value, scalars, walk
 from kernbench.config.limits import ABSENT, KEY_RULES, get_key, leaf_limits, present
+from kernbench.config.objective import check as _objective
 from kernbench.config.schema import KernBenchConfig, StreamOp, hbm_alignment
 from kernbench.errors import ConfigError
 
@@ -455,4 +456,5 @@ RULES: tuple[Rule, ...] = (
     _stream_pattern,
     _triton_sizes,
     _triton_fits,
+    _objective,  # last: it reads the derived values as the row will hold them
 )

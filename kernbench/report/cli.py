@@ -6,7 +6,8 @@ line: a newer failed run is passed over). It prints the swept keys, the constant
 values once, and a compact table of the swept keys against the main metrics, and
 plots a metric (``--metric``, a default per workload) against the swept keys
 (``--x``, ``--hue``, one panel per value of the rest). For the studies it finds
-(bandwidth equivalence, dispatch ratio, simulator speed) it adds their tables, claim
+(bandwidth equivalence, dispatch ratio, simulator speed, the Pareto front of a sweep
+run with a list ``objective``) it adds their tables, claim
 verdicts and plots. It writes ``report.txt``, ``report.html`` (self-contained) and the
 PNG plots beside the table. Exit status: 0 when the report was made (a claim that does
 not hold is a finding; ``--strict`` makes it exit 2), 1 when there is nothing to
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernbench.report import pareto
 from kernbench.report.document import PlotChoice, ReportError, build, render_text
 from kernbench.report.html import write_html
 from kernbench.report.tables import status_counts
@@ -38,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = Path(args.dir) if args.dir else _newest(DEFAULT_ROOT)
         df = load_any(where)
         out_dir = where if where.is_dir() else where.parent
+        df.attrs[pareto.ATTR] = pareto.recorded_objective(out_dir)  # a list: the front
         choice = PlotChoice(args.metric, args.x, args.hue)
         sections = build(df, out_dir, choice)
     except (FileNotFoundError, ReportError) as exc:

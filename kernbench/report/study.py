@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernbench.report import bw_equivalence, dispatch_ratio, sim_speed
+from kernbench.report import bw_equivalence, dispatch_ratio, pareto, sim_speed
 from kernbench.report.claims import Claim
 from kernbench.report.formatting import format_table, format_value
 
@@ -50,6 +50,7 @@ STUDIES: tuple[Study, ...] = (
     Study("bandwidth equivalence", bw_equivalence.table, bw_equivalence.check, bw_equivalence.plot),
     Study("dispatch ratio", dispatch_ratio.table, dispatch_ratio.check, dispatch_ratio.plot),
     Study("simulator speed", sim_speed.table, sim_speed.check, sim_speed.plot),
+    Study("Pareto front", pareto.table, pareto.check, pareto.plot),
 )
 
 

@@ -48,8 +48,9 @@ FIXED_TYPES: dict[str, pa.DataType] = {
 
 # Config subtrees that say where outputs go, not what was simulated (conf/paths/).
 LOCATION_PREFIXES: tuple[str, ...] = ("paths.",)
-# Top-level keys that say how the app runs, not what was simulated (``cache=false``).
-RUN_OPTIONS: frozenset[str] = frozenset({"cache"})
+# Top-level keys that say how the app runs, not what was simulated (``cache=false``,
+# ``objective``: what an optimizing sweeper is told, kernbench.config.objective).
+RUN_OPTIONS: frozenset[str] = frozenset({"cache", "objective"})
 
 
 def config_columns(flat_config: Mapping[str, Any]) -> dict[str, Any]:

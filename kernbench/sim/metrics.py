@@ -105,6 +105,14 @@ class LaunchUsage:
         carried = self.link_bytes()
         return sum(carried[lk.id] for lk in self.system.graph.hbm_link.values())
 
+    def hbm_channels_used(self) -> int:
+        """HBM pseudo-channels that carried bytes since the start: under 1:1 each
+        channel has its own router link into HBM, counted one by one; under n:1 a PE's
+        channels are one aggregate link, which counts as all of them (N)."""
+        carried, graph = self.link_bytes(), self.system.graph
+        per_link = 1 if graph.one_to_one else graph.channels_per_pe
+        return per_link * sum(carried[lk.id] > 0 for lk in graph.hbm_link.values())
+
     def pe_bytes(self, pe: PeId) -> int:
         """Bytes PE ``pe``'s DMA engine moved since the start (reads plus writes)."""
         return self.system.pes[pe.index].dma.bytes_moved - self._pes[pe.index]

@@ -27,6 +27,7 @@ from kernbench.config.schema import GqaWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
 from kernbench.sim.metrics import (
     DispatchRecorder,
+    LaunchUsage,
     bottleneck,
     mean_utilization,
     record_dispatch,
@@ -167,10 +168,13 @@ def run(system: System, w: GqaWorkloadConfig) -> dict[str, Any]:
         policy = DPPolicy("column_wise", w.kv_heads)
         q, o = ctx.deploy(q_bytes, policy, "q"), ctx.deploy(q_bytes, policy, "o")
         k, v = ctx.deploy(kv_bytes, policy, "k"), ctx.deploy(kv_bytes, policy, "v")
+        usage = LaunchUsage(system)
         start = system.env.now
         ends = ctx.launch(gqa_kernel, w.kv_heads, w.name, q, k, v, o, shp)
     latency = max(ends.values()) - start
     row: dict[str, Any] = {"n_tiles": shp.n_tiles, "active_pe_count": w.kv_heads}
+    # The pseudo-channels the kernel's loads and stores reached (LaunchUsage).
+    row["hbm_channels_used"] = usage.hbm_channels_used()
     row |= loop_dispatch(recorders[0], shp.n_tiles)
     # As in the stream: simulated time of the launch (not of deploy/free messages).
     row |= {"kernel_latency_ns": latency, "sim_time_ns": latency}

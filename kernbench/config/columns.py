@@ -1,0 +1,99 @@
+"""The columns a row has beyond its config, per workload, and which of them hold numbers.
+
+The workloads make their metrics at run time (:mod:`kernbench.workloads`); this table
+says, before anything runs, which columns a row of each workload will have, so a
+setting that names a column (``objective``, :mod:`kernbench.objective`) is checked up
+front, in one line. tests/test_objective.py runs each workload and checks that its row
+has exactly these metric columns, of these kinds, so the table cannot drift from them.
+"""
+
+from __future__ import annotations
+
+from kernbench.config.schema import (
+    GqaWorkloadConfig,
+    StreamWorkloadConfig,
+    TritonWorkloadConfig,
+)
+
+NUMBER = "number"
+TEXT = "text"
+
+_STREAM = {
+    "active_pe_count": NUMBER,
+    "accesses": NUMBER,
+    "sim_time_ns": NUMBER,
+    "bytes_moved": NUMBER,
+    "effective_bw_gbs": NUMBER,
+    "effective_bw_min_gbs": NUMBER,
+    "effective_bw_max_gbs": NUMBER,
+    "bw_fairness": NUMBER,
+    "aggregate_bw_gbs": NUMBER,
+    "peak_bw_per_pe_gbs": NUMBER,
+    "peak_aggregate_bw_gbs": NUMBER,
+    "bw_efficiency": NUMBER,
+    "busiest_link": TEXT,
+    "busiest_link_utilization": NUMBER,
+    "install_latency_ns": NUMBER,
+}
+_GQA = {
+    "n_tiles": NUMBER,
+    "active_pe_count": NUMBER,
+    "hbm_channels_used": NUMBER,
+    "commands_per_tile": NUMBER,
+    "logical_bytes_per_tile": NUMBER,
+    "dispatch_cycles_per_tile": NUMBER,
+    "kernel_latency_ns": NUMBER,
+    "sim_time_ns": NUMBER,
+    "dispatch_cycles_total": NUMBER,
+    "cpu_utilization": NUMBER,
+    "gemm_utilization": NUMBER,
+    "math_utilization": NUMBER,
+    "dma_utilization": NUMBER,
+    "bottleneck": TEXT,
+}
+_TRITON = {
+    "kernel_latency_ns": NUMBER,
+    "sim_time_ns": NUMBER,
+    "bytes_moved": NUMBER,
+    "commands": NUMBER,
+    "dma_commands": NUMBER,
+    "gemm_commands": NUMBER,
+    "math_commands": NUMBER,
+    "dispatch_cycles_total": NUMBER,
+    "cpu_utilization": NUMBER,
+    "gemm_utilization": NUMBER,
+    "math_utilization": NUMBER,
+    "dma_utilization": NUMBER,
+    "bottleneck": TEXT,
+    "programs": NUMBER,
+    "active_pe_count": NUMBER,
+    "max_abs_error": NUMBER,
+}
+
+# Workload schema -> its metric columns (in row order) and their kinds.
+METRICS: dict[type, dict[str, str]] = {
+    StreamWorkloadConfig: _STREAM,
+    GqaWorkloadConfig: _GQA,
+    TritonWorkloadConfig: _TRITON,
+}
+
+# Wall-clock columns every row has (null when served from the point cache), and those
+# sim.measure_speed adds (kernbench.sim.speed).
+TIMINGS: dict[str, str] = {"sim_wall_s": NUMBER, "wall_s": NUMBER}
+SPEED_TIMINGS: dict[str, str] = {
+    "sim_accesses": NUMBER,
+    "accesses_per_s": NUMBER,
+    "bare_simpy_events_per_s": NUMBER,
+    "speed_ratio": NUMBER,
+}
+
+
+def metric_columns(workload: object, measure_speed: bool = False) -> dict[str, str]:
+    """The metric and timing columns of a row of ``workload`` (a workload config
+    object, or its schema class), with their kinds; {} for an unknown workload."""
+    schema = workload if isinstance(workload, type) else type(workload)
+    columns = dict(METRICS.get(schema, {}))
+    columns |= TIMINGS
+    if measure_speed:
+        columns |= SPEED_TIMINGS
+    return columns
