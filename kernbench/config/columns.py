@@ -30,6 +30,7 @@ _STREAM = {
     "aggregate_bw_gbs": NUMBER,
     "peak_bw_per_pe_gbs": NUMBER,
     "peak_aggregate_bw_gbs": NUMBER,
+    "peak_pattern_bw_gbs": NUMBER,
     "bw_efficiency": NUMBER,
     "busiest_link": TEXT,
     "busiest_link_utilization": NUMBER,
