@@ -132,6 +132,12 @@ VALIDATION_CASES = [
         " 128 x 2 B = 524288 B each), on 4096-byte alignment = 2148532224 B, exceed a PE's"
         " HBM: 8 channels x 268435456 bytes = 2147483648",
     ),
+    (  # fuzz: a huge element named only the token keys. K and V: 2048 x 128 x 2^18 B =
+        # 2^36 B each, past 2^31 whatever the token counts; the line names dtype_bytes
+        ["workload=gqa_opt2", "workload.dtype_bytes=262144"],
+        "workload.seq_tokens",
+        "each x workload.head_dim x workload.dtype_bytes",
+    ),
     (  # op=copy: src and dst, each 2^30 + 1 B on 4096 B: 2 x (2^30 + 4096) = 2147491840
         ["workload.op=copy", "workload.bytes_per_pe=1073741825"],
         "workload.bytes_per_pe",

@@ -302,7 +302,8 @@ def _gqa_fits(cfg: KernBenchConfig) -> None:
             f" B each), on {align}-byte alignment = {need} B, exceed a PE's HBM:"
             f" {mm.hbm_channels_per_pe} channels x {mm.hbm_channel_bytes} bytes ="
             f" {pe_hbm_bytes(cfg)} (rows: workload.query_heads / workload.kv_heads x"
-            " workload.query_tokens; tokens: workload.seq_tokens)",
+            " workload.query_tokens; tokens: workload.seq_tokens; each x workload.head_dim"
+            " x workload.dtype_bytes)",
         )
 
 
