@@ -53,12 +53,6 @@ def unit_of(name: str) -> str:
     return next((unit for suffix, unit in UNITS_BY_SUFFIX if last.endswith(suffix)), "")
 
 
-def with_unit(name: str) -> str:
-    """``name (unit)`` for an axis label or a help line; the bare name without one."""
-    unit = unit_of(name)
-    return f"{name} ({unit})" if unit else name
-
-
 # Axis labels: a name's last part in words, its unit once, in brackets. The suffix
 # that spells the unit is dropped (``kernel_latency_ns`` -> ``kernel latency (ns)``);
 # names whose words would repeat the unit get words of their own.

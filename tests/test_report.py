@@ -217,3 +217,24 @@ def test_bare_report_takes_the_newest_directory_with_ok_rows(tmp_path, monkeypat
                sweep / "results.parquet")  # fmt: skip
     assert main([]) == 1
     assert "has an ok row (the newest: outputs/" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """``kernbench-report DIR | head -1``: the pipe closes after one line; the report
+    stops quietly, exit 0, nothing on stderr (it printed a BrokenPipeError traceback)."""
+    import subprocess
+    import sys
+
+    sweep = tmp_path / "sweep"
+    write_rows(bw_rows() + gqa_rows(ADR_BYTES), sweep / "results.parquet")
+    code = "from kernbench.report.cli import entry; entry()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(sweep)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+    )  # fmt: skip
+    first = proc.stdout.readline()
+    proc.stdout.close()  # what head does after its line
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0
+    assert first.startswith(f"{sweep}: ")
+    assert stderr == ""

@@ -17,6 +17,7 @@ report on (no table, no rows, every point failed) or an option names no column.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -132,5 +133,12 @@ latest_sweep = latest_result  # the name earlier scripts used
 
 
 def entry() -> None:
-    """``kernbench-report`` console script."""
-    raise SystemExit(main())
+    """``kernbench-report`` console script; quiet when the reader stops early
+    (``kernbench-report | head``), as ``kernbench --keys`` is."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+        code = 0
+    raise SystemExit(code)
