@@ -54,7 +54,6 @@ class DmaOp:
     __slots__ = (
         "id",
         "cmd",
-        "stages_left",
         "waiters",
         "retired",
         "engine",
@@ -72,7 +71,6 @@ class DmaOp:
     ) -> None:
         self.id = op_id
         self.cmd = cmd
-        self.stages_left = 1
         self.waiters: list[Stage] = []
         self.retired = False
         self.engine = engine
@@ -275,12 +273,15 @@ class PeScheduler:
 
     def stage_done(self, stage: Stage, now: float) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
-        if stage.dependents:
-            _release(stage.dependents, now)
-        job = stage.job
-        job.stages_left -= 1
-        if job.stages_left:
-            return
+        if type(stage) is DmaOp:
+            job: Job | DmaOp = stage  # its own job, and its only stage
+        else:
+            if stage.dependents:
+                _release(stage.dependents, now)
+            job = stage.job
+            job.stages_left -= 1
+            if job.stages_left:
+                return
         job.retired = True
         self.in_flight -= 1
         if self.oplog is not None:
