@@ -38,38 +38,42 @@ SHAPES = {  # access size, accesses (plus a tail when misaligned), alignment off
 }
 
 
-def stream_rows() -> list[tuple[str, bool, str, str, str, str, bool]]:
-    """Every model x mapping x fabric x pattern x op x shape; dispatch cost on in every
-    other row (free dispatch puts many events at one instant: ties)."""
+def stream_rows() -> list[tuple[Any, ...]]:
+    """Every model x mapping x fabric x pattern x op x shape. Three switches rotate
+    over the rows: dispatch cost (free dispatch puts many events at one instant), the
+    trace (it takes the DMA engine's general issue) and a DMA engine with fewer slots
+    than the scheduler's queue (the fast path must respect both)."""
     rows = itertools.product(MODELS, MAPPINGS, FABRICS, PATTERNS, OPS, SHAPES)
-    return [(*row, k % 2 == 0) for k, row in enumerate(rows)]
+    return [(*row, k % 2 == 0, k % 4 < 2, k % 3 == 0) for k, row in enumerate(rows)]
 
 
-def run_both(cfg: KernBenchConfig, tmp_path: Path) -> list[tuple[Any, ...]]:
-    """(metrics, op log, trace rows) of ``cfg`` with the fast path on, then off."""
+def run_both(cfg: KernBenchConfig, tmp_path: Path, trace: bool) -> list[tuple[Any, ...]]:
+    """(metrics, op log, trace rows or None) of ``cfg`` with the fast path on, then off."""
     out = []
     for fast in (True, False):
-        traced = dataclasses.replace(cfg)
-        traced.sim = dataclasses.replace(cfg.sim, fast_dma=fast, oplog=True, trace=True)
+        run_cfg = dataclasses.replace(cfg)
+        run_cfg.sim = dataclasses.replace(cfg.sim, fast_dma=fast, oplog=True, trace=trace)
         path = tmp_path / f"trace_{fast}.parquet"
-        result = simulate.run(traced, path)
-        out.append((result.metrics, result.oplog, pq.read_table(path).to_pylist()))
+        result = simulate.run(run_cfg, path)
+        rows = pq.read_table(path).to_pylist() if trace else None
+        out.append((result.metrics, result.oplog, rows))
     return out
 
 
 def assert_same(fast: tuple[Any, ...], general: tuple[Any, ...]) -> None:
     metrics, oplog, trace = fast
     assert oplog, "the op log is on"
+    assert trace is None or trace, "a traced run has trace rows"
     assert metrics == general[0]
     assert oplog == general[1]
     assert trace == general[2]
 
 
 @pytest.mark.parametrize(
-    "model,one_to_one,fabric,pattern,op,shape,zero_cost", stream_rows(), ids=str
+    "model,one_to_one,fabric,pattern,op,shape,zero_cost,trace,few_slots", stream_rows(), ids=str
 )
 def test_stream_fast_path_equals_general_path(
-    tmp_path, model, one_to_one, fabric, pattern, op, shape, zero_cost
+    tmp_path, model, one_to_one, fabric, pattern, op, shape, zero_cost, trace, few_slots
 ):
     cfg = make_cfg(
         one_to_one=one_to_one,
@@ -82,16 +86,19 @@ def test_stream_fast_path_equals_general_path(
         active_pes=1 if pattern == "local" else 4,
         **SHAPES[shape],
     )
-    assert_same(*run_both(cfg, tmp_path))
+    if few_slots:
+        cfg.topology.pe.dma_max_outstanding = 2
+    assert_same(*run_both(validate(cfg), tmp_path, trace))
 
 
+@pytest.mark.parametrize("trace", [False, True])
 @pytest.mark.parametrize("fabric", FABRICS)
 @pytest.mark.parametrize("exec_path", ["replay", "greenlet"])
 @pytest.mark.parametrize("name", ["gqa_opt2", "gqa_opt3"])
-def test_gqa_fast_path_equals_general_path(tmp_path, name, exec_path, fabric):
+def test_gqa_fast_path_equals_general_path(tmp_path, name, exec_path, fabric, trace):
     cfg = gqa_cfg(name, seq_tokens=512, exec_path=exec_path)
     cfg.sim.fabric = type(cfg.sim.fabric)(fabric)
-    assert_same(*run_both(validate(cfg), tmp_path))
+    assert_same(*run_both(validate(cfg), tmp_path, trace))
 
 
 def hazards_kernel(ptr: int) -> None:
@@ -115,12 +122,14 @@ def hazards_kernel(ptr: int) -> None:
         tl.dot(a, c, acc=b)
 
 
+@pytest.mark.parametrize("slots", [1, 16])
 @pytest.mark.parametrize("fabric", FABRICS)
 @pytest.mark.parametrize("zero_cost", [True, False])
-def test_tile_hazards_fast_path_equals_general_path(fabric, zero_cost):
+def test_tile_hazards_fast_path_equals_general_path(fabric, zero_cost, slots):
     got = []
     for fast in (True, False):
         cfg = make_cfg(zero_cost=zero_cost, fabric=fabric)
+        cfg.topology.pe.dma_max_outstanding = slots
         cfg.sim = dataclasses.replace(cfg.sim, fast_dma=fast, exec_path=ExecPath.replay)
         system, ctx = make_system(cfg, oplog=True)
         src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
