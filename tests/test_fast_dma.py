@@ -17,12 +17,14 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from omegaconf import OmegaConf
 
 from kernbench import simulate, tl
 from kernbench.config.schema import ExecPath, KernBenchConfig, StreamPattern
 from kernbench.config.validate import validate
 from kernbench.runtime.context import DPPolicy
 from kernbench.sim.scheduler import DmaOp, Job
+from kernbench.sim.system import System
 from tests.support import make_cfg, make_system
 from tests.test_cost_model import gqa_cfg
 
@@ -160,3 +162,11 @@ def test_fast_path_is_deterministic(tmp_path, fabric):
     first = run_both(cfg, tmp_path / "a", trace=True)[0]
     second = run_both(cfg, tmp_path / "b", trace=True)[0]
     assert_same(first, second)
+
+
+@pytest.mark.parametrize("override,fast", [((), True), (("sim.fast_dma=false",), False)])
+def test_the_switch_reaches_every_pe_scheduler(compose_cfg, override, fast):
+    """On by default; ``sim.fast_dma=false`` forces every PE onto the general path."""
+    cfg = OmegaConf.to_object(compose_cfg("topology=small", *override))
+    system = System(validate(cfg))
+    assert [pe.scheduler.fast_dma for pe in system.pes] == [fast] * len(system.pes)
