@@ -291,6 +291,9 @@ class SimConfig:
     # Measure simulator speed (wall-clock, so never a metric): SimPy's bare timeout
     # rate just before the run, then accesses per second and their ratio (timings).
     measure_speed: bool = False
+    # Primitive DMA commands take PE_SCHEDULER's fast path (one record per command,
+    # no Job/Stage pair); false forces the general path. Results are identical.
+    fast_dma: bool = True
 
 
 @dataclass

@@ -98,6 +98,16 @@ class Engine:
                 # now + (end - now), as a SimPy timeout of that delay would land.
                 self.events.schedule(now + (end - now), self._finish, stage)
 
+    def issue(self, stage: Stage, now: float) -> None:
+        """Issue ``stage`` at ``now`` bypassing the FIFO: the caller checked that the FIFO
+        is empty, a slot is free and the stage is ready (what ``pump`` would issue)."""
+        if self.in_flight == 0:
+            self._busy_since = now
+        self.in_flight += 1
+        end = self.start(stage, now)
+        if end is not None:
+            self.events.schedule(now + (end - now), self._finish, stage)
+
     def start(self, stage: Stage, now: float) -> float | None:
         """Begin ``stage`` at ``now``; return its end time (or None when every part
         of it will call :meth:`_finish` by itself). Compute engines add the duration."""

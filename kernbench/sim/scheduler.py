@@ -46,6 +46,45 @@ class Job:
         self.retired = False
 
 
+class DmaOp:
+    """A primitive DMA command in flight (the fast path, ``sim.fast_dma``): its Job and
+    its one Stage in one record, so engines, fabrics and the trace read it as a stage
+    (``op.job`` is the op itself) and the tile hazards of later commands as a job."""
+
+    __slots__ = (
+        "id",
+        "cmd",
+        "waiters",
+        "retired",
+        "engine",
+        "direction",
+        "addr",
+        "nbytes",
+        "deps_left",
+        "parts",
+    )
+    duration_ns = 0.0
+    dependents: tuple[Stage, ...] = ()  # nothing is generated after a primitive DMA
+
+    def __init__(
+        self, op_id: int, cmd: PeCommand, engine: Engine, direction: str, addr: int, nbytes: int
+    ) -> None:
+        self.id = op_id
+        self.cmd = cmd
+        self.waiters: list[Stage] = []
+        self.retired = False
+        self.engine = engine
+        self.direction = direction
+        self.addr = addr
+        self.nbytes = nbytes
+        self.deps_left = 0
+        self.parts = 1
+
+    @property
+    def job(self) -> DmaOp:
+        return self
+
+
 class TileUse:
     """Who touched one local tile last: its writer, its readers since, its DMA."""
 
@@ -68,6 +107,7 @@ class PeScheduler:
         gemm_ns_per_flop: float,
         math_ns_per_elem: float,
         oplog: OpLog | None,
+        fast_dma: bool = True,
     ) -> None:
         self.pe_index = pe_index
         self.engines: dict[str, Engine] = {}
@@ -82,6 +122,7 @@ class PeScheduler:
         # Called with the time of the next retirement (PE_CPU waiting for a slot).
         self.on_slot_free: Callable[[float], None] | None = None
         self._tiles: dict[int, TileUse] = {}
+        self.fast_dma = fast_dma  # false: every command takes the general path
 
     def connect(self, engines: dict[str, Engine]) -> None:
         """The PE's engines (built after the scheduler: they report to ``stage_done``)."""
@@ -95,10 +136,12 @@ class PeScheduler:
     def submit(self, cmd: PeCommand, now: float) -> Job:
         """Accept a command at ``now`` (the caller checked that ``in_flight < depth``)
         and start what is ready."""
+        kind = type(cmd)
+        if self.fast_dma and (kind is DmaReadCmd or kind is DmaWriteCmd):
+            return self._submit_dma(cmd, kind is DmaReadCmd, now)  # type: ignore[arg-type, return-value]
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
-        kind = type(cmd)
         if kind is CompositeCmd:
             self._submit_composite(cmd, job, now)  # type: ignore[arg-type]
             return job
@@ -128,6 +171,66 @@ class PeScheduler:
         engine.fifo.append(stage)
         engine.pump(now)
         return job
+
+    def _submit_dma(self, cmd: DmaReadCmd | DmaWriteCmd, read: bool, now: float) -> DmaOp:
+        """The fast path of a primitive DMA command: one record, hazards counted in
+        place, and issued at once when the DMA engine would issue it first."""
+        dma = self.dma
+        if read:
+            op = DmaOp(self.jobs_submitted, cmd, dma, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
+            tile = cmd.dst.id  # type: ignore[union-attr]
+        else:
+            op = DmaOp(self.jobs_submitted, cmd, dma, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
+            tile = cmd.src.id  # type: ignore[union-attr]
+        self.jobs_submitted += 1
+        self.in_flight += 1
+        op.deps_left = deps = self._op_hazards(op, tile, read)
+        if self.oplog is not None:
+            self.oplog.add(now, self.pe_index, "submit", op.id, type(cmd).__name__)
+        fifo = dma.fifo  # type: ignore[union-attr]
+        if deps or fifo or dma.in_flight >= dma.slots:  # type: ignore[union-attr]
+            fifo.append(op)  # type: ignore[arg-type]
+            dma.pump(now)  # type: ignore[union-attr]
+        else:
+            dma.issue(op, now)  # type: ignore[union-attr, arg-type]
+        return op
+
+    def _op_hazards(self, op: DmaOp, tile: int, writes: bool) -> int:
+        """``_dma_hazards`` for a DmaOp: registers it with each unretired blocker
+        (writer, then readers when it writes the tile, then the tile's DMA; each once)
+        and returns how many there are."""
+        use = self._tiles.get(tile)
+        if use is None:
+            use = self._tiles[tile] = TileUse()
+        deps = 0
+        writer = use.writer
+        if writer is not None and not writer.retired:
+            writer.waiters.append(op)  # type: ignore[arg-type]
+            deps = 1
+        else:
+            writer = None
+        readers = use.readers
+        if writes:
+            if readers:
+                seen: list[Job] = [writer] if writer is not None else []
+                for r in readers:
+                    if not r.retired and r not in seen:
+                        seen.append(r)
+                        r.waiters.append(op)  # type: ignore[arg-type]
+                        deps += 1
+                use.readers = []
+            use.writer = op  # type: ignore[assignment]
+        elif readers:
+            use.readers = [r for r in readers if not r.retired]
+            use.readers.append(op)  # type: ignore[arg-type]
+        else:
+            use.readers = [op]  # type: ignore[list-item]
+        d = use.dma
+        if d is not None and not d.retired and d is not writer and not (writes and d in readers):
+            d.waiters.append(op)  # type: ignore[arg-type]
+            deps += 1
+        use.dma = op  # type: ignore[assignment]
+        return deps
 
     def _submit_composite(self, cmd: CompositeCmd, job: Job, now: float) -> None:
         stages = self._expand_composite(cmd, job)
@@ -170,12 +273,15 @@ class PeScheduler:
 
     def stage_done(self, stage: Stage, now: float) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
-        if stage.dependents:
-            _release(stage.dependents, now)
-        job = stage.job
-        job.stages_left -= 1
-        if job.stages_left:
-            return
+        if type(stage) is DmaOp:
+            job: Job | DmaOp = stage  # its own job, and its only stage
+        else:
+            if stage.dependents:
+                _release(stage.dependents, now)
+            job = stage.job
+            job.stages_left -= 1
+            if job.stages_left:
+                return
         job.retired = True
         self.in_flight -= 1
         if self.oplog is not None:

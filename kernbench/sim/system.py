@@ -47,6 +47,7 @@ class PeUnit:
             gemm_ns_per_flop=1.0 / (pc.gemm_flops_per_cycle * pc.clock_ghz),
             math_ns_per_elem=1.0 / (pc.math_elems_per_cycle * pc.clock_ghz),
             oplog=system.oplog,
+            fast_dma=system.cfg.sim.fast_dma,
         )
         done = self.scheduler.stage_done
         self.dma = DmaEngine(
