@@ -55,6 +55,42 @@ def swap_la_channels(acc: Accelerator, x) -> None:
     baaw.install(dataclasses.replace(seg, pa_bases=tuple(bases)))
 
 
+def rerun_after_corrupting(overrides: list[str], corrupt):
+    """x + y on PE 0 once through the right mapping, then again after ``corrupt``: a
+    translation cached by the first launch must not survive the mapping change."""
+    acc = Accelerator(["topology=small", *overrides], pes=1)
+    xs, ys = torch.randn(N), torch.randn(N)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + ys)
+    corrupt(acc, x)
+    acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+    return xs, ys, acc.to_torch(out)
+
+
+def test_a_page_mapping_changed_between_launches_is_seen_by_the_next():
+    xs, ys, out = rerun_after_corrupting(["address=va"], swap_va_pages)
+    assert torch.equal(out, torch.cat([xs[1024:], xs[:1024]]) + ys)
+
+
+def test_a_segment_changed_between_launches_is_seen_by_the_next():
+    overrides = ["address=la", "channel_mapping=one_to_one"]
+    xs, ys, out = rerun_after_corrupting(overrides, swap_la_channels)
+    order = [1, 0, 2, 3, 4, 5, 6, 7]
+    assert torch.equal(out, xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+def test_pages_unmapped_after_a_launch_are_not_read_through_a_stale_translation():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    x = acc.tensor(torch.randn(N), ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, x, out, N, BLOCK_SIZE=1024)
+    acc.system.address.mmus[0].unmap(x.runtime.shard_ptr(0), 8192)
+    with pytest.raises(AddressFault, match="mmu"):
+        acc.to_torch(x)  # no launch in between: the translator alone must notice
+
+
 def test_values_are_right_through_a_correct_mapping():
     for model in ("pa", "va", "la"):
         acc = Accelerator(["topology=small", f"address={model}", "channel_mapping=one_to_one"])

@@ -13,7 +13,8 @@ a wrong *value*, not only a wrong time.
 - :class:`Translator`: host address -> device address (per PE: a replicated tensor
   is read from the copy in the PE's own cube) -> PA. PAs are resolved once per
   translation chunk (``min(page_size, interleave_bytes)``, inside which every model
-  maps linearly) with a one-byte ``resolve``, cached per launch.
+  maps linearly) with a one-byte ``resolve``, cached per PE for as long as the PE's
+  mapping table (MMU, BAAW; PA's interleave is fixed) has not changed since.
 - :class:`FunctionalMemory`: sparse 4 KiB pages keyed by PA, zero until written.
 """
 
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kernbench.address.la import LaModel
+from kernbench.address.pa_model import PaModel
+from kernbench.address.va import VaModel
 from kernbench.errors import AddressFault
 from kernbench.runtime.context import Tensor
 from kernbench.sim.system import System
@@ -105,35 +109,70 @@ class Translator:
         self.system = system
         mm = system.cfg.topology.cube.memory_map
         self.chunk = min(system.cfg.topology.pe_mmu.page_size, mm.interleave_bytes)
-        self._pa_of_chunk: dict[tuple[int, int], int] = {}
+        # Per PE: (generation of its mapping table, PA of each chunk it resolved).
+        self._pa_of_chunk: dict[int, tuple[int, dict[int, int]]] = {}
+        # Per (tensor's views, PE): the shard starts and pointers of the copy it reads.
+        self._copies: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, object]] = {}
 
     def device_addrs(
         self, views: list[list[ShardView]], pe: PeId, offsets: np.ndarray
     ) -> np.ndarray:
         """Device addresses of tensor byte ``offsets`` in the copy ``pe`` reads."""
-        copy = _copy_for(views, pe)
-        starts = np.array([v.start for v in copy], dtype=np.int64)
-        ptrs = np.array([v.ptr for v in copy], dtype=np.int64)
+        key = (id(views), pe.index)
+        found = self._copies.get(key)
+        if found is None or found[2] is not views:
+            copy = _copy_for(views, pe)
+            starts = np.array([v.start for v in copy], dtype=np.int64)
+            ptrs = np.array([v.ptr for v in copy], dtype=np.int64)
+            found = self._copies[key] = (starts, ptrs, views)
+        starts, ptrs, _ = found
+        if starts.size == 1:
+            return offsets + (ptrs[0] - starts[0])
         idx = np.searchsorted(starts, offsets, side="right") - 1
         return ptrs[idx] + (offsets - starts[idx])
 
     def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
         """PA of every device address in ``dev``, through the address model."""
         keys = dev // self.chunk
-        uniq, inv = np.unique(keys, return_inverse=True)
-        bases = np.array([self._chunk_pa(pe, int(k) * self.chunk) for k in uniq], np.int64)
+        if keys.size > 1 and np.all(keys[1:] >= keys[:-1]):  # sorted: no sort needed
+            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            uniq = keys[first]
+            inv = np.repeat(np.arange(first.size), np.diff(np.append(first, keys.size)))
+        else:
+            uniq, inv = np.unique(keys, return_inverse=True)
+        cache = self._cache(pe)
+        bases = np.empty(uniq.size, np.int64)
+        for i, k in enumerate(uniq.tolist()):
+            pa = cache.get(k)
+            bases[i] = pa if pa is not None else self._chunk_pa(pe, cache, k)
         return bases[inv.reshape(-1)] + dev % self.chunk
 
     def forget(self) -> None:
         """Drop cached translations (mappings may have changed since)."""
         self._pa_of_chunk.clear()
+        self._copies.clear()
 
-    def _chunk_pa(self, pe: PeId, addr: int) -> int:
-        key = (pe.index, addr)
-        pa = self._pa_of_chunk.get(key)
-        if pa is None:
-            requests, _ = self.system.address.resolve(pe, addr, 1)
-            pa = self._pa_of_chunk[key] = requests[0][1]
+    def _generation(self, pe: PeId) -> int | None:
+        """The version of ``pe``'s mapping table (MMU or BAAW): a cached translation is
+        good while it is unchanged. None for a model without one we know, whose
+        translations are then never trusted across calls."""
+        model = self.system.address
+        if isinstance(model, VaModel):
+            return model.mmus[pe.index].generation
+        if isinstance(model, LaModel):
+            return model.baaws[pe.index].generation
+        return 0 if isinstance(model, PaModel) else None  # PA: the fixed interleave
+
+    def _cache(self, pe: PeId) -> dict[int, int]:
+        gen = self._generation(pe)
+        held = self._pa_of_chunk.get(pe.index)
+        if held is None or gen is None or held[0] != gen:
+            held = self._pa_of_chunk[pe.index] = (gen, {})
+        return held[1]
+
+    def _chunk_pa(self, pe: PeId, cache: dict[int, int], key: int) -> int:
+        requests, _ = self.system.address.resolve(pe, key * self.chunk, 1)
+        pa = cache[key] = requests[0][1]  # the chunk's first PA (linear inside it)
         return pa
 
 
