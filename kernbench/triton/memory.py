@@ -97,6 +97,10 @@ class HostWindow:
         if which.min() < 0:
             bad = int(addrs[np.argmin(which)])
             raise AddressFault(f"pointer {bad:#x} is outside every device tensor")
+        if which[0] == which[-1] and np.all(which == which[0]):  # one tensor: all of them
+            base, nbytes, views = self._items[int(which[0])]
+            yield views, base, nbytes, np.arange(addrs.size)
+            return
         for k in np.unique(which):
             base, nbytes, views = self._items[int(k)]
             yield views, base, nbytes, np.flatnonzero(which == k)
@@ -185,32 +189,85 @@ def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
 
 
 class FunctionalMemory:
-    """Device memory contents by PA, in sparse zero-initialised pages."""
+    """Device memory contents by PA, in sparse zero-initialised 4 KiB pages.
+
+    The pages are rows of one backing array (grown by doubling); a sorted array of
+    the page ids held and their rows finds every PA's row with one ``searchsorted``,
+    so a load or store is a few numpy calls whatever the number of pages it touches.
+    A page never written reads as zero and takes no row."""
 
     def __init__(self) -> None:
-        self._pages: dict[int, np.ndarray] = {}
+        self._rows = np.zeros((16, PAGE_BYTES), np.uint8)  # row r holds page _ids[r]
+        self._used = 0
+        self._sorted_ids = np.zeros(0, np.int64)  # page ids held, ascending
+        self._sorted_rows = np.zeros(0, np.int64)  # their rows
 
     def read(self, pas: np.ndarray, elem_bytes: int) -> np.ndarray:
         """The ``elem_bytes`` bytes at each PA, shape ``(len(pas), elem_bytes)``."""
-        stacked, _, inv, cols = self._gather(pas, elem_bytes)
-        return stacked[inv[:, None], cols]
+        offs = self._offsets(pas, elem_bytes)
+        rows = self._find(pas // PAGE_BYTES)
+        held = rows >= 0
+        if held.all():
+            return self._take(rows * PAGE_BYTES + offs, elem_bytes)
+        out = np.zeros((pas.size, elem_bytes), np.uint8)
+        if held.any():
+            out[held] = self._take(rows[held] * PAGE_BYTES + offs[held], elem_bytes)
+        return out
 
     def write(self, pas: np.ndarray, data: np.ndarray) -> None:
         """Store row ``i`` of ``data`` (uint8, ``(len(pas), elem_bytes)``) at ``pas[i]``;
         the last write to a byte wins, as element order in a Triton store."""
-        stacked, pages, inv, cols = self._gather(pas, data.shape[1])
-        stacked[inv[:, None], cols] = data
-        for row, page in zip(stacked, pages, strict=True):
-            self._pages[page] = row
+        elem_bytes = data.shape[1]
+        offs = self._offsets(pas, elem_bytes)
+        pages = pas // PAGE_BYTES
+        rows = self._find(pages)
+        if (rows < 0).any():
+            self._add(np.unique(pages[rows < 0]))
+            rows = self._find(pages)
+        flat = rows * PAGE_BYTES + offs
+        mem = self._rows.reshape(-1)
+        if elem_bytes in _UINT and not (flat % elem_bytes).any():
+            word = _UINT[elem_bytes]
+            mem.view(word)[flat // elem_bytes] = np.ascontiguousarray(data).view(word).reshape(-1)
+        else:
+            mem[flat[:, None] + np.arange(elem_bytes)] = data
 
-    def _gather(self, pas: np.ndarray, elem_bytes: int):  # noqa: ANN202 (internal)
-        """The touched pages stacked (a copy), their ids, each PA's row and byte columns."""
+    def _offsets(self, pas: np.ndarray, elem_bytes: int) -> np.ndarray:
         offs = pas % PAGE_BYTES
         if np.any(offs + elem_bytes > PAGE_BYTES):
             raise AddressFault(f"an element of {elem_bytes} bytes crosses a {PAGE_BYTES} B page")
-        pages, inv = np.unique(pas // PAGE_BYTES, return_inverse=True)
-        ids = [int(p) for p in pages]
-        zero = np.zeros(PAGE_BYTES, np.uint8)
-        stacked = np.stack([self._pages.get(p, zero) for p in ids])
-        cols = offs[:, None] + np.arange(elem_bytes)
-        return stacked, ids, inv.reshape(-1), cols
+        return offs
+
+    def _find(self, pages: np.ndarray) -> np.ndarray:
+        """Each page's row, -1 where the page is not held."""
+        ids = self._sorted_ids
+        if not ids.size:
+            return np.full(pages.shape, -1, np.int64)
+        at = np.minimum(np.searchsorted(ids, pages), ids.size - 1)
+        return np.where(ids[at] == pages, self._sorted_rows[at], -1)
+
+    def _add(self, pages: np.ndarray) -> None:
+        """Zeroed rows for ``pages`` (sorted, none held yet)."""
+        need = self._used + pages.size
+        if need > len(self._rows):
+            grown = np.zeros((max(need, 2 * len(self._rows)), PAGE_BYTES), np.uint8)
+            grown[: self._used] = self._rows[: self._used]
+            self._rows = grown
+        rows = np.arange(self._used, need, dtype=np.int64)
+        self._used = need
+        ids = np.concatenate((self._sorted_ids, pages))
+        order = np.argsort(ids, kind="stable")
+        self._sorted_ids = ids[order]
+        self._sorted_rows = np.concatenate((self._sorted_rows, rows))[order]
+
+    def _take(self, flat: np.ndarray, elem_bytes: int) -> np.ndarray:
+        """The ``elem_bytes`` bytes at each flat index into the backing rows (a copy)."""
+        mem = self._rows.reshape(-1)
+        if elem_bytes in _UINT and not (flat % elem_bytes).any():
+            word = _UINT[elem_bytes]
+            return mem.view(word)[flat // elem_bytes].view(np.uint8).reshape(-1, elem_bytes)
+        return mem[flat[:, None] + np.arange(elem_bytes)]
+
+
+# Element sizes read and written as one machine word when elements are aligned to it.
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

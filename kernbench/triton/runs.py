@@ -42,7 +42,9 @@ def contiguous_runs(addrs: np.ndarray, elem_bytes: int) -> list[tuple[int, int]]
     ``addrs`` (any order, duplicates allowed), in address order."""
     if addrs.size == 0:
         return []
-    starts = np.unique(addrs.astype(np.int64, copy=False))
+    starts = addrs.astype(np.int64, copy=False).reshape(-1)
+    if starts.size > 1 and not np.all(starts[1:] > starts[:-1]):  # else sorted, unique
+        starts = np.unique(starts)
     breaks = np.flatnonzero(np.diff(starts) != elem_bytes) + 1
     firsts = np.concatenate(([0], breaks))
     lasts = np.concatenate((breaks - 1, [starts.size - 1]))
