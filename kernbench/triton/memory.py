@@ -113,8 +113,8 @@ class Translator:
         self.system = system
         mm = system.cfg.topology.cube.memory_map
         self.chunk = min(system.cfg.topology.pe_mmu.page_size, mm.interleave_bytes)
-        # Per PE: (generation of its mapping table, PA of each chunk it resolved).
-        self._pa_of_chunk: dict[int, tuple[int, dict[int, int]]] = {}
+        # Per PE: the chunks it resolved, while its mapping table is unchanged.
+        self._pa_of_chunk: dict[int, _ChunkPas] = {}
         # Per (tensor's views, PE): the shard starts and pointers of the copy it reads.
         self._copies: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, object]] = {}
 
@@ -138,18 +138,13 @@ class Translator:
     def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
         """PA of every device address in ``dev``, through the address model."""
         keys = dev // self.chunk
-        if keys.size > 1 and np.all(keys[1:] >= keys[:-1]):  # sorted: no sort needed
-            first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-            uniq = keys[first]
-            inv = np.repeat(np.arange(first.size), np.diff(np.append(first, keys.size)))
-        else:
-            uniq, inv = np.unique(keys, return_inverse=True)
         cache = self._cache(pe)
-        bases = np.empty(uniq.size, np.int64)
-        for i, k in enumerate(uniq.tolist()):
-            pa = cache.get(k)
-            bases[i] = pa if pa is not None else self._chunk_pa(pe, cache, k)
-        return bases[inv.reshape(-1)] + dev % self.chunk
+        rows, hit = cache.find(keys)
+        if not hit.all():
+            missing = np.unique(keys[~hit])
+            cache.add(missing, [self._chunk_pa(pe, int(k)) for k in missing])
+            rows, _ = cache.find(keys)
+        return cache.bases[rows] + dev % self.chunk
 
     def forget(self) -> None:
         """Drop cached translations (mappings may have changed since)."""
@@ -167,17 +162,41 @@ class Translator:
             return model.baaws[pe.index].generation
         return 0 if isinstance(model, PaModel) else None  # PA: the fixed interleave
 
-    def _cache(self, pe: PeId) -> dict[int, int]:
+    def _cache(self, pe: PeId) -> _ChunkPas:
         gen = self._generation(pe)
         held = self._pa_of_chunk.get(pe.index)
-        if held is None or gen is None or held[0] != gen:
-            held = self._pa_of_chunk[pe.index] = (gen, {})
-        return held[1]
+        if held is None or gen is None or held.generation != gen:
+            held = self._pa_of_chunk[pe.index] = _ChunkPas(gen)
+        return held
 
-    def _chunk_pa(self, pe: PeId, cache: dict[int, int], key: int) -> int:
+    def _chunk_pa(self, pe: PeId, key: int) -> int:
+        """The PA of chunk ``key``'s first byte (the chunk maps linearly from it)."""
         requests, _ = self.system.address.resolve(pe, key * self.chunk, 1)
-        pa = cache[key] = requests[0][1]  # the chunk's first PA (linear inside it)
-        return pa
+        return requests[0][1]
+
+
+class _ChunkPas:
+    """One PE's resolved chunks: sorted chunk numbers and the PA of each one's start,
+    valid while the PE's mapping table is at ``generation``."""
+
+    def __init__(self, generation: int | None) -> None:
+        self.generation = generation
+        self.keys = np.zeros(0, np.int64)
+        self.bases = np.zeros(0, np.int64)
+
+    def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each key's index into ``bases``, and whether it is held at all."""
+        if not self.keys.size:
+            return np.zeros(keys.shape, np.int64), np.zeros(keys.shape, bool)
+        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return at, self.keys[at] == keys
+
+    def add(self, keys: np.ndarray, bases: list[int]) -> None:
+        """Hold ``bases`` for ``keys`` (sorted, none held yet)."""
+        all_keys = np.concatenate((self.keys, keys))
+        order = np.argsort(all_keys, kind="stable")
+        self.keys = all_keys[order]
+        self.bases = np.concatenate((self.bases, np.array(bases, np.int64)))[order]
 
 
 def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
