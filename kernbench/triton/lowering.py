@@ -66,11 +66,16 @@ class Lowering:
         """Write the unmasked elements of ``values`` at ``ptrs``."""
         values = np.ascontiguousarray(np.broadcast_to(values, ptrs.shape))
         elem = values.dtype.itemsize
-        keep = np.broadcast_to(mask, ptrs.shape).astype(bool)
-        dev, pas = self._addresses(ptrs[keep], elem)
+        if mask.all():  # every element (none at all if the block is empty)
+            dev, pas = self._addresses(ptrs, elem)
+            kept = values.reshape(-1)
+        else:
+            keep = np.broadcast_to(mask, ptrs.shape).astype(bool)
+            dev, pas = self._addresses(ptrs[keep], elem)
+            kept = np.ascontiguousarray(values[keep])
         if not dev.size:
             return
-        raw = np.ascontiguousarray(values[keep]).view(np.uint8).reshape(-1, elem)
+        raw = kept.view(np.uint8).reshape(-1, elem)
         self.memory.write(pas, raw)
         # A constant (no tile yet) still leaves the PE from a local buffer.
         src = tile if tile is not None else self._tile(ptrs.shape, elem)

@@ -77,7 +77,7 @@ class HostWindow:
     """Host address ranges of device tensors, for pointer -> tensor lookup."""
 
     def __init__(self) -> None:
-        self._bases: list[int] = []
+        self._bases = np.zeros(0, np.int64)  # ascending, as ranges are handed out
         self._items: list[tuple[int, int, list[list[ShardView]]]] = []  # base, nbytes, views
         self._next = HOST_BASE
 
@@ -85,21 +85,22 @@ class HostWindow:
         """A fresh host range for a tensor of ``nbytes`` (and a guard page after it)."""
         base = self._next
         self._next += -(-max(nbytes, 1) // HOST_ALIGN) * HOST_ALIGN + HOST_ALIGN
-        self._bases.append(base)
+        self._bases = np.append(self._bases, np.int64(base))
         self._items.append((base, nbytes, views))
         return base
 
     def locate(
         self, addrs: np.ndarray
-    ) -> Iterator[tuple[list[list[ShardView]], int, int, np.ndarray]]:
-        """Per device tensor the pointers fall in: ``(views, base, nbytes, indices)``."""
-        which = np.searchsorted(np.array(self._bases, np.int64), addrs, side="right") - 1
+    ) -> Iterator[tuple[list[list[ShardView]], int, int, np.ndarray | slice]]:
+        """Per device tensor the pointers fall in: ``(views, base, nbytes, indices)``
+        (``slice(None)`` when they all do)."""
+        which = np.searchsorted(self._bases, addrs, side="right") - 1
         if which.min() < 0:
             bad = int(addrs[np.argmin(which)])
             raise AddressFault(f"pointer {bad:#x} is outside every device tensor")
         if which[0] == which[-1] and np.all(which == which[0]):  # one tensor: all of them
             base, nbytes, views = self._items[int(which[0])]
-            yield views, base, nbytes, np.arange(addrs.size)
+            yield views, base, nbytes, slice(None)
             return
         for k in np.unique(which):
             base, nbytes, views = self._items[int(k)]

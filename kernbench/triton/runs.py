@@ -43,7 +43,10 @@ def contiguous_runs(addrs: np.ndarray, elem_bytes: int) -> list[tuple[int, int]]
     if addrs.size == 0:
         return []
     starts = addrs.astype(np.int64, copy=False).reshape(-1)
-    if starts.size > 1 and not np.all(starts[1:] > starts[:-1]):  # else sorted, unique
+    steps = np.diff(starts)
+    if (steps == elem_bytes).all():  # one run in address order: the usual block
+        return [(int(starts[0]), starts.size * elem_bytes)]
+    if not (steps > 0).all():  # else already sorted and unique
         starts = np.unique(starts)
     breaks = np.flatnonzero(np.diff(starts) != elem_bytes) + 1
     firsts = np.concatenate(([0], breaks))
