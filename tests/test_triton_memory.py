@@ -91,6 +91,16 @@ def test_pages_unmapped_after_a_launch_are_not_read_through_a_stale_translation(
         acc.to_torch(x)  # no launch in between: the translator alone must notice
 
 
+def test_a_segment_uninstalled_after_a_launch_is_not_read_through_a_stale_translation():
+    acc = Accelerator(["topology=small", "address=la"], pes=1)
+    x = acc.tensor(torch.randn(N), ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, x, out, N, BLOCK_SIZE=1024)
+    acc.system.address.baaws[0].uninstall(x.runtime.shard_ptr(0))
+    with pytest.raises(AddressFault, match="outside every BAAW segment"):
+        acc.to_torch(x)
+
+
 def test_values_are_right_through_a_correct_mapping():
     for model in ("pa", "va", "la"):
         acc = Accelerator(["topology=small", f"address={model}", "channel_mapping=one_to_one"])
@@ -113,6 +123,23 @@ def test_a_corrupted_channel_interleave_gives_wrong_values():
     # granules (64 fp32) 0 and 1 of every 8-granule stripe trade places
     order = [1, 0, 2, 3, 4, 5, 6, 7]
     assert torch.equal(out, xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+@triton.jit
+def pick_middle(x_ptr, y_ptr, out_ptr, LO: tl.constexpr, HI: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    middle = (offs >= LO) & (offs < HI)
+    tl.store(out_ptr + offs, tl.load(tl.where(middle, y_ptr + offs, x_ptr + offs)))
+
+
+def test_a_pointer_block_over_two_tensors_reads_each():
+    # first and last pointers in x, the middle ones in y (deployed after x)
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    xs, ys = torch.randn(1024), torch.randn(1024)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(pick_middle, (1,), x, y, out, LO=256, HI=768, BLOCK=1024)
+    assert torch.equal(acc.to_torch(out), torch.cat([xs[:256], ys[256:768], xs[768:]]))
 
 
 def test_a_pointer_past_its_tensor_is_a_fault():
