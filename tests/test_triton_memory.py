@@ -7,6 +7,7 @@ import dataclasses
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton")
@@ -287,3 +288,28 @@ def test_leaving_the_accelerator_frees_its_tensors():
     assert x.runtime.freed and out.runtime.freed
     hbm = acc.system.memory[0].hbm
     assert hbm.free_blocks == [(0, hbm.size)]  # every shard's HBM is back
+
+
+@pytest.mark.parametrize("elem", [1, 2, 3, 4, 8])
+def test_functional_memory_matches_a_byte_dictionary(elem):
+    """Reads and writes at random PAs (aligned or not, repeated, over many pages, some
+    never written) hold exactly what a byte-by-byte model holds; the last write wins."""
+    from kernbench.triton.memory import PAGE_BYTES, FunctionalMemory
+
+    rng = np.random.default_rng(elem)
+    mem, model = FunctionalMemory(), {}
+    for _ in range(20):
+        pages = rng.integers(0, 40, 64) * 7919  # scattered page ids
+        offs = rng.integers(0, PAGE_BYTES - elem + 1, 64)
+        if rng.random() < 0.5:
+            offs -= offs % elem  # aligned elements
+        pas = (pages * PAGE_BYTES + offs).astype(np.int64)
+        data = rng.integers(0, 256, (64, elem), dtype=np.uint8)
+        mem.write(pas, data)
+        for pa, row in zip(pas.tolist(), data, strict=True):
+            for i, b in enumerate(row.tolist()):
+                model[pa + i] = b
+        probe = np.concatenate([pas, pas + PAGE_BYTES * 3])  # some never-written pages
+        probe = probe[probe % PAGE_BYTES <= PAGE_BYTES - elem]
+        want = [[model.get(pa + i, 0) for i in range(elem)] for pa in probe.tolist()]
+        assert mem.read(probe, elem).tolist() == want
