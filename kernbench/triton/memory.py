@@ -89,6 +89,11 @@ class HostWindow:
         self._items.append((base, nbytes, views))
         return base
 
+    def find(self, addr: int) -> tuple[int, int, list[list[ShardView]]] | None:
+        """``(base, nbytes, views)`` of the host range ``addr`` falls in, if any."""
+        i = int(np.searchsorted(self._bases, addr, side="right")) - 1
+        return self._items[i] if i >= 0 else None
+
     def locate(
         self, addrs: np.ndarray
     ) -> Iterator[tuple[list[list[ShardView]], int, int, np.ndarray | slice]]:
@@ -135,6 +140,39 @@ class Translator:
             return offsets + (ptrs[0] - starts[0])
         idx = np.searchsorted(starts, offsets, side="right") - 1
         return ptrs[idx] + (offsets - starts[idx])
+
+    def run_pieces(
+        self, views: list[list[ShardView]], pe: PeId, offset: int, nbytes: int
+    ) -> tuple[int, list[tuple[int, int]]] | None:
+        """Tensor bytes ``[offset, offset+nbytes)`` as one device run: its device start
+        and ``(PA, bytes)`` pieces in order, contiguous PAs merged. None (take the
+        element-wise path) unless the run lies in one shard and all its chunks are
+        resolved already."""
+        copy = _copy_for(views, pe)
+        shard = None
+        for v in copy:
+            if v.start <= offset < v.start + v.nbytes:
+                shard = v
+                break
+        if shard is None or offset + nbytes > shard.start + shard.nbytes:
+            return None
+        dev = shard.ptr + offset - shard.start
+        known = self._cache(pe).base_of
+        chunk, pieces = self.chunk, []
+        at, end = dev, dev + nbytes
+        while at < end:
+            key, within = divmod(at, chunk)
+            base = known.get(key)
+            if base is None:
+                return None
+            n = min(end, (key + 1) * chunk) - at
+            pa = base + within
+            if pieces and pieces[-1][0] + pieces[-1][1] == pa:
+                pieces[-1] = (pieces[-1][0], pieces[-1][1] + n)
+            else:
+                pieces.append((pa, n))
+            at += n
+        return dev, pieces
 
     def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
         """PA of every device address in ``dev``, through the address model."""
@@ -184,6 +222,7 @@ class _ChunkPas:
         self.generation = generation
         self.keys = np.zeros(0, np.int64)
         self.bases = np.zeros(0, np.int64)
+        self.base_of: dict[int, int] = {}  # the same, for a few chunks at a time
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each key's index into ``bases``, and whether it is held at all."""
@@ -198,6 +237,7 @@ class _ChunkPas:
         order = np.argsort(all_keys, kind="stable")
         self.keys = all_keys[order]
         self.bases = np.concatenate((self.bases, np.array(bases, np.int64)))[order]
+        self.base_of.update(zip(keys.tolist(), bases, strict=True))
 
 
 def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
@@ -221,6 +261,29 @@ class FunctionalMemory:
         self._used = 0
         self._sorted_ids = np.zeros(0, np.int64)  # page ids held, ascending
         self._sorted_rows = np.zeros(0, np.int64)  # their rows
+        self._row_of: dict[int, int] = {}  # the same, for a few pages at a time
+
+    def read_pieces(self, pieces: list[tuple[int, int]]) -> np.ndarray:
+        """The bytes of ``(PA, nbytes)`` pieces, one after another (uint8)."""
+        out = np.zeros(sum(n for _, n in pieces), np.uint8)
+        at = 0
+        for page, off, n in _page_spans(pieces):
+            row = self._row_of.get(page)
+            if row is not None:
+                out[at : at + n] = self._rows[row, off : off + n]
+            at += n
+        return out
+
+    def write_pieces(self, pieces: list[tuple[int, int]], data: np.ndarray) -> None:
+        """Store ``data`` (uint8, flat) over ``(PA, nbytes)`` pieces, one after another."""
+        spans = list(_page_spans(pieces))
+        new = sorted({page for page, _, _ in spans if page not in self._row_of})
+        if new:
+            self._add(np.array(new, np.int64))
+        at = 0
+        for page, off, n in spans:
+            self._rows[self._row_of[page], off : off + n] = data[at : at + n]
+            at += n
 
     def read(self, pas: np.ndarray, elem_bytes: int) -> np.ndarray:
         """The ``elem_bytes`` bytes at each PA, shape ``(len(pas), elem_bytes)``."""
@@ -279,6 +342,7 @@ class FunctionalMemory:
         order = np.argsort(ids, kind="stable")
         self._sorted_ids = ids[order]
         self._sorted_rows = np.concatenate((self._sorted_rows, rows))[order]
+        self._row_of.update(zip(pages.tolist(), rows.tolist(), strict=True))
 
     def _take(self, flat: np.ndarray, elem_bytes: int) -> np.ndarray:
         """The ``elem_bytes`` bytes at each flat index into the backing rows (a copy)."""
@@ -287,6 +351,16 @@ class FunctionalMemory:
             word = _UINT[elem_bytes]
             return mem.view(word)[flat // elem_bytes].view(np.uint8).reshape(-1, elem_bytes)
         return mem[flat[:, None] + np.arange(elem_bytes)]
+
+
+def _page_spans(pieces: list[tuple[int, int]]) -> Iterator[tuple[int, int, int]]:
+    """``(page, offset in it, bytes)`` of ``(PA, nbytes)`` pieces, cut at page ends."""
+    for pa, n in pieces:
+        while n:
+            page, off = divmod(pa, PAGE_BYTES)
+            k = min(n, PAGE_BYTES - off)
+            yield page, off, k
+            pa, n = pa + k, n - k
 
 
 # Element sizes read and written as one machine word when elements are aligned to it.
