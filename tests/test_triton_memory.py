@@ -143,6 +143,41 @@ def test_a_pointer_block_over_two_tensors_reads_each():
     assert torch.equal(acc.to_torch(out), torch.cat([xs[:256], ys[256:768], xs[768:]]))
 
 
+def test_a_warm_launch_reads_non_contiguous_chunks_as_the_first():
+    """The first launch resolves the chunks element by element; the second reads whole
+    blocks by PA pieces. With channels 0 and 1 swapped the pieces are not contiguous."""
+    acc = Accelerator(["topology=small", "address=la", "channel_mapping=one_to_one"], pes=1)
+    xs, ys = torch.randn(N), torch.randn(N)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    swap_la_channels(acc, x)
+    order = [1, 0, 2, 3, 4, 5, 6, 7]
+    for _ in range(2):
+        acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+        assert torch.equal(acc.to_torch(out), xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+@triton.jit
+def swap_pairs_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    inner = (offs > 0) & (offs < BLOCK - 1)
+    src = tl.where(inner, offs + 1 - 2 * ((offs + 1) % 2), offs)  # 0, 2, 1, 4, 3, ..., last
+    tl.store(out_ptr + offs, tl.load(x_ptr + src))
+
+
+def test_a_permuted_block_with_a_runs_ends_is_read_in_its_order():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    xs = torch.randn(1024)
+    x = acc.tensor(xs, ONE_PE)
+    out = acc.empty_like(x)
+    src = list(range(1024))
+    for i in range(1, 1022, 2):
+        src[i], src[i + 1] = src[i + 1], src[i]
+    for _ in range(2):  # cold, then warm
+        acc.run(swap_pairs_copy, (1,), x, out, BLOCK=1024)
+        assert torch.equal(acc.to_torch(out), xs[src])
+
+
 def test_a_pointer_past_its_tensor_is_a_fault():
     acc = Accelerator(["topology=small", "address=va"], pes=1)
     x = acc.tensor(torch.randn(1000), ONE_PE)
