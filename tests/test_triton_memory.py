@@ -7,6 +7,7 @@ import dataclasses
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 pytest.importorskip("triton")
@@ -55,6 +56,52 @@ def swap_la_channels(acc: Accelerator, x) -> None:
     baaw.install(dataclasses.replace(seg, pa_bases=tuple(bases)))
 
 
+def rerun_after_corrupting(overrides: list[str], corrupt):
+    """x + y on PE 0 once through the right mapping, then again after ``corrupt``: a
+    translation cached by the first launch must not survive the mapping change."""
+    acc = Accelerator(["topology=small", *overrides], pes=1)
+    xs, ys = torch.randn(N), torch.randn(N)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+    assert torch.equal(acc.to_torch(out), xs + ys)
+    corrupt(acc, x)
+    acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+    return xs, ys, acc.to_torch(out)
+
+
+def test_a_page_mapping_changed_between_launches_is_seen_by_the_next():
+    xs, ys, out = rerun_after_corrupting(["address=va"], swap_va_pages)
+    assert torch.equal(out, torch.cat([xs[1024:], xs[:1024]]) + ys)
+
+
+def test_a_segment_changed_between_launches_is_seen_by_the_next():
+    overrides = ["address=la", "channel_mapping=one_to_one"]
+    xs, ys, out = rerun_after_corrupting(overrides, swap_la_channels)
+    order = [1, 0, 2, 3, 4, 5, 6, 7]
+    assert torch.equal(out, xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+def test_pages_unmapped_after_a_launch_are_not_read_through_a_stale_translation():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    x = acc.tensor(torch.randn(N), ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, x, out, N, BLOCK_SIZE=1024)
+    acc.system.address.mmus[0].unmap(x.runtime.shard_ptr(0), 8192)
+    with pytest.raises(AddressFault, match="mmu"):
+        acc.to_torch(x)  # no launch in between: the translator alone must notice
+
+
+def test_a_segment_uninstalled_after_a_launch_is_not_read_through_a_stale_translation():
+    acc = Accelerator(["topology=small", "address=la"], pes=1)
+    x = acc.tensor(torch.randn(N), ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(kernels.vector_add, (2,), x, x, out, N, BLOCK_SIZE=1024)
+    acc.system.address.baaws[0].uninstall(x.runtime.shard_ptr(0))
+    with pytest.raises(AddressFault, match="outside every BAAW segment"):
+        acc.to_torch(x)
+
+
 def test_values_are_right_through_a_correct_mapping():
     for model in ("pa", "va", "la"):
         acc = Accelerator(["topology=small", f"address={model}", "channel_mapping=one_to_one"])
@@ -77,6 +124,58 @@ def test_a_corrupted_channel_interleave_gives_wrong_values():
     # granules (64 fp32) 0 and 1 of every 8-granule stripe trade places
     order = [1, 0, 2, 3, 4, 5, 6, 7]
     assert torch.equal(out, xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+@triton.jit
+def pick_middle(x_ptr, y_ptr, out_ptr, LO: tl.constexpr, HI: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    middle = (offs >= LO) & (offs < HI)
+    tl.store(out_ptr + offs, tl.load(tl.where(middle, y_ptr + offs, x_ptr + offs)))
+
+
+def test_a_pointer_block_over_two_tensors_reads_each():
+    # first and last pointers in x, the middle ones in y (deployed after x)
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    xs, ys = torch.randn(1024), torch.randn(1024)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    acc.run(pick_middle, (1,), x, y, out, LO=256, HI=768, BLOCK=1024)
+    assert torch.equal(acc.to_torch(out), torch.cat([xs[:256], ys[256:768], xs[768:]]))
+
+
+def test_a_warm_launch_reads_non_contiguous_chunks_as_the_first():
+    """The first launch resolves the chunks element by element; the second reads whole
+    blocks by PA pieces. With channels 0 and 1 swapped the pieces are not contiguous."""
+    acc = Accelerator(["topology=small", "address=la", "channel_mapping=one_to_one"], pes=1)
+    xs, ys = torch.randn(N), torch.randn(N)
+    x, y = acc.tensor(xs, ONE_PE), acc.tensor(ys, ONE_PE)
+    out = acc.empty_like(x)
+    swap_la_channels(acc, x)
+    order = [1, 0, 2, 3, 4, 5, 6, 7]
+    for _ in range(2):
+        acc.run(kernels.vector_add, (2,), x, y, out, N, BLOCK_SIZE=1024)
+        assert torch.equal(acc.to_torch(out), xs.view(-1, 8, 64)[:, order].reshape(-1) + ys)
+
+
+@triton.jit
+def swap_pairs_copy(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    inner = (offs > 0) & (offs < BLOCK - 1)
+    src = tl.where(inner, offs + 1 - 2 * ((offs + 1) % 2), offs)  # 0, 2, 1, 4, 3, ..., last
+    tl.store(out_ptr + offs, tl.load(x_ptr + src))
+
+
+def test_a_permuted_block_with_a_runs_ends_is_read_in_its_order():
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    xs = torch.randn(1024)
+    x = acc.tensor(xs, ONE_PE)
+    out = acc.empty_like(x)
+    src = list(range(1024))
+    for i in range(1, 1022, 2):
+        src[i], src[i + 1] = src[i + 1], src[i]
+    for _ in range(2):  # cold, then warm
+        acc.run(swap_pairs_copy, (1,), x, out, BLOCK=1024)
+        assert torch.equal(acc.to_torch(out), xs[src])
 
 
 def test_a_pointer_past_its_tensor_is_a_fault():
@@ -224,3 +323,28 @@ def test_leaving_the_accelerator_frees_its_tensors():
     assert x.runtime.freed and out.runtime.freed
     hbm = acc.system.memory[0].hbm
     assert hbm.free_blocks == [(0, hbm.size)]  # every shard's HBM is back
+
+
+@pytest.mark.parametrize("elem", [1, 2, 3, 4, 8])
+def test_functional_memory_matches_a_byte_dictionary(elem):
+    """Reads and writes at random PAs (aligned or not, repeated, over many pages, some
+    never written) hold exactly what a byte-by-byte model holds; the last write wins."""
+    from kernbench.triton.memory import PAGE_BYTES, FunctionalMemory
+
+    rng = np.random.default_rng(elem)
+    mem, model = FunctionalMemory(), {}
+    for _ in range(20):
+        pages = rng.integers(0, 40, 64) * 7919  # scattered page ids
+        offs = rng.integers(0, PAGE_BYTES - elem + 1, 64)
+        if rng.random() < 0.5:
+            offs -= offs % elem  # aligned elements
+        pas = (pages * PAGE_BYTES + offs).astype(np.int64)
+        data = rng.integers(0, 256, (64, elem), dtype=np.uint8)
+        mem.write(pas, data)
+        for pa, row in zip(pas.tolist(), data, strict=True):
+            for i, b in enumerate(row.tolist()):
+                model[pa + i] = b
+        probe = np.concatenate([pas, pas + PAGE_BYTES * 3])  # some never-written pages
+        probe = probe[probe % PAGE_BYTES <= PAGE_BYTES - elem]
+        want = [[model.get(pa + i, 0) for i in range(elem)] for pa in probe.tolist()]
+        assert mem.read(probe, elem).tolist() == want

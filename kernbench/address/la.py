@@ -119,6 +119,7 @@ class Baaw:
         self._bases: list[int] = []
         self._segs: list[Segment] = []
         self._last: Segment | None = None
+        self.generation = 0  # bumped by every install / uninstall (translation caches)
 
     @property
     def segments(self) -> list[Segment]:
@@ -130,6 +131,7 @@ class Baaw:
         right = self._segs[i] if i < len(self._segs) else None
         if (left and left.la_end > seg.la_base) or (right and right.la_base < seg.la_end):
             raise AddressFault(f"{self.name}: segment {seg.la_base:#x}+{seg.la_size} overlaps")
+        self.generation += 1
         self._bases.insert(i, seg.la_base)
         self._segs.insert(i, seg)
 
@@ -137,6 +139,7 @@ class Baaw:
         i = bisect.bisect_left(self._bases, la_base)
         if i == len(self._bases) or self._bases[i] != la_base:
             raise AddressFault(f"{self.name}: no segment at LA {la_base:#x} to uninstall")
+        self.generation += 1
         del self._bases[i], self._segs[i]
         self._last = None
 

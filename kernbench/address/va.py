@@ -71,6 +71,7 @@ class PeMMU:
         self._runs: list[Run] = []
         self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
         self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)
+        self.generation = 0  # bumped by every change (translation caches check it)
 
     @property
     def mapped_pages(self) -> int:
@@ -78,9 +79,11 @@ class PeMMU:
 
     def add_tensor(self, base: int, span: int, name: str) -> None:
         self._tensors[base] = (base + span, name)
+        self.generation += 1
 
     def remove_tensor(self, base: int) -> None:
         self._tensors.pop(base, None)
+        self.generation += 1
 
     def map(self, va: int, pa: int, nbytes: int, valid_bytes: int | None = None) -> None:
         """Map ``[va, va+nbytes)`` onto ``[pa, pa+nbytes)``; all page-aligned, over no
@@ -97,6 +100,7 @@ class PeMMU:
         ):
             raise AddressFault(f"{self.name}: map {va:#x}+{nbytes} overlaps a mapped page")
         limit = va + (nbytes if valid_bytes is None else valid_bytes)
+        self.generation += 1
         self._starts.insert(i, start)
         self._runs.insert(i, (start, end, pa, limit))
 
@@ -112,6 +116,7 @@ class PeMMU:
                 kept.append((start, lo, pa, min(limit, lo << shift)))
             if end > hi:
                 kept.append((hi, end, pa + ((hi - start) << shift), limit))
+        self.generation += 1
         self._runs = kept
         self._starts = [run[0] for run in kept]
         self._last = (0, 0, 0, 0)

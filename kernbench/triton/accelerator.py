@@ -169,7 +169,6 @@ class Accelerator:
 
     def to_torch(self, t: DeviceTensor) -> torch.Tensor:
         """The tensor's values as device memory holds them (its first copy)."""
-        self.translator.forget()
         elem = t.element_size()
         raw = np.zeros(t.nbytes, np.uint8)
         for v in t.views[0]:
@@ -188,7 +187,6 @@ class Accelerator:
         g = gridmap.grid3(grid(named) if callable(grid) else tuple(grid))
         plan, used = self._plan(g)
         lowering = Lowering(self.window, self.translator, self.memory)
-        self.translator.forget()
         before = snapshot(self.system, used)
         start = self.system.env.now
         body, converted = hook.rewritten(fn), self._convert(fn, named)

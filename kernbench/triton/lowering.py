@@ -45,6 +45,17 @@ class Lowering:
         """Values of the block at ``ptrs`` (``other``, or 0, where masked off)."""
         elem = np.dtype(dtype).itemsize
         tile = self._tile(ptrs.shape, elem)
+        if ptrs.size and mask.all():  # every element: values straight from memory
+            run = self._run(ptrs, elem)
+            if run is not None:  # one ascending run in one shard: by pieces
+                dev0, pieces = run
+                out = self.memory.read_pieces(pieces).view(dtype).reshape(ptrs.shape)
+                self._dma_run(dev0, ptrs.size * elem, tile, read=True)
+                return out, tile
+            dev, pas = self._addresses(ptrs, elem)
+            out = self.memory.read(pas, elem).view(dtype).reshape(ptrs.shape)
+            self._dma(dev, elem, tile, read=True)
+            return out, tile
         out = np.zeros(ptrs.shape, dtype=dtype)
         if other is not None:
             out[...] = np.broadcast_to(other, ptrs.shape)
@@ -61,11 +72,23 @@ class Lowering:
         """Write the unmasked elements of ``values`` at ``ptrs``."""
         values = np.ascontiguousarray(np.broadcast_to(values, ptrs.shape))
         elem = values.dtype.itemsize
-        keep = np.broadcast_to(mask, ptrs.shape).astype(bool)
-        dev, pas = self._addresses(ptrs[keep], elem)
+        run = self._run(ptrs, elem) if mask.all() else None
+        if run is not None:  # one ascending run in one shard: by pieces
+            dev0, pieces = run
+            self.memory.write_pieces(pieces, values.reshape(-1).view(np.uint8))
+            src = tile if tile is not None else self._tile(ptrs.shape, elem)
+            self._dma_run(dev0, ptrs.size * elem, src, read=False)
+            return
+        if mask.all():  # every element (none at all if the block is empty)
+            dev, pas = self._addresses(ptrs, elem)
+            kept = values.reshape(-1)
+        else:
+            keep = np.broadcast_to(mask, ptrs.shape).astype(bool)
+            dev, pas = self._addresses(ptrs[keep], elem)
+            kept = np.ascontiguousarray(values[keep])
         if not dev.size:
             return
-        raw = np.ascontiguousarray(values[keep]).view(np.uint8).reshape(-1, elem)
+        raw = kept.view(np.uint8).reshape(-1, elem)
         self.memory.write(pas, raw)
         # A constant (no tile yet) still leaves the PE from a local buffer.
         src = tile if tile is not None else self._tile(ptrs.shape, elem)
@@ -111,6 +134,31 @@ class Lowering:
                 raise PastEnd(bad, base, nbytes)
             dev[idx] = self.translator.device_addrs(views, pe, offs)
         return dev, self.translator.pas(pe, dev)
+
+    def _run(self, ptrs: np.ndarray, elem: int) -> tuple[int, list[tuple[int, int]]] | None:
+        """A block of at least two elements at consecutive ascending host addresses,
+        inside one tensor, one shard and chunks resolved before: its device start and
+        PA pieces (:meth:`Translator.run_pieces`). None: take the element-wise path
+        (which also raises every fault)."""
+        host = ptrs.reshape(-1)
+        if host.size < 2:
+            return None
+        first, last = int(host[0]), int(host[-1])
+        if last - first != (host.size - 1) * elem or not (np.diff(host) == elem).all():
+            return None
+        found = self.window.find(first)
+        if found is None:
+            return None
+        base, nbytes, views = found
+        if last + elem > base + nbytes:
+            return None
+        pe = current_program().pe
+        return self.translator.run_pieces(views, pe, first - base, host.size * elem)
+
+    def _dma_run(self, start: int, nbytes: int, tile: Tile, read: bool) -> None:
+        """The commands of one contiguous run (what :meth:`_dma` gives for it)."""
+        for cmd in dma_commands(descriptors([(start, nbytes)]), tile, read):
+            self._emit(cmd)
 
     def _dma(self, dev: np.ndarray, elem: int, tile: Tile, read: bool) -> None:
         for cmd in dma_commands(descriptors(contiguous_runs(dev, elem)), tile, read):

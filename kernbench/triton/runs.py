@@ -42,7 +42,12 @@ def contiguous_runs(addrs: np.ndarray, elem_bytes: int) -> list[tuple[int, int]]
     ``addrs`` (any order, duplicates allowed), in address order."""
     if addrs.size == 0:
         return []
-    starts = np.unique(addrs.astype(np.int64, copy=False))
+    starts = addrs.astype(np.int64, copy=False).reshape(-1)
+    steps = np.diff(starts)
+    if (steps == elem_bytes).all():  # one run in address order: the usual block
+        return [(int(starts[0]), starts.size * elem_bytes)]
+    if not (steps > 0).all():  # else already sorted and unique
+        starts = np.unique(starts)
     breaks = np.flatnonzero(np.diff(starts) != elem_bytes) + 1
     firsts = np.concatenate(([0], breaks))
     lasts = np.concatenate((breaks - 1, [starts.size - 1]))

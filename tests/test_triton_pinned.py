@@ -1,0 +1,96 @@
+"""Simulated results of Triton launches pinned bit for bit (issue 23's speed work must not
+change them): per kernel, address model and channel mapping, a digest of the launch's
+metrics row, the whole op log and the output bytes, for a first launch and a warm
+relaunch on the same accelerator (what the launch caches must not alter), under both
+fabric models. The digests were recorded with the code before the speed work
+(``python tests/test_triton_pinned.py`` prints them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+pytest.importorskip("triton")
+
+from kernbench.sim.system import System  # noqa: E402
+from kernbench.triton.accelerator import compose_config  # noqa: E402
+from kernbench.triton.workload import max_abs_error, run_case  # noqa: E402
+
+SIZES = {
+    "vector_add": ["workload.size=5000", "workload.block_size=1024"],
+    "softmax": ["workload.rows=6", "workload.cols=300"],
+    "matmul": ["workload.m=96", "workload.n=80", "workload.k=72"]
+    + ["workload.block_m=32", "workload.block_n=32", "workload.block_k=32"],
+    "layer_norm": ["workload.rows=6", "workload.cols=300"],
+    "decode_attention": ["workload.seq_len=200", "workload.head_dim=32", "workload.block_n=64"],
+}
+POINTS = [
+    (kernel, model, mapping, fabric)
+    for kernel in sorted(SIZES)
+    for model, mapping in (("pa", "n_to_one"), ("va", "one_to_one"), ("la", "one_to_one"))
+    for fabric in ("fair", "reservation")
+]
+
+
+def digest(kernel: str, model: str, mapping: str, fabric: str) -> str:
+    cfg = compose_config(
+        ["topology=small", f"workload.kernel={kernel}", *SIZES[kernel], f"address={model}"]
+        + [f"channel_mapping={mapping}", f"sim.fabric={fabric}"]
+    )
+    system = System(cfg, oplog=True)
+    row, acc, case = run_case(system, cfg.workload)
+    again = acc.run(case.kernel, case.grid, *case.args, **case.kwargs).metrics  # warm
+    again["max_abs_error"] = max_abs_error(acc, case)
+    h = hashlib.sha256()
+    for r in (row, again):
+        h.update(repr(sorted(r.items())).encode())
+    h.update(repr(system.oplog.entries).encode())
+    for tensor, _ in case.expected:
+        h.update(acc.to_torch(tensor).numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+PINNED: dict[tuple[str, str, str, str], str] = {
+    ("decode_attention", "pa", "n_to_one", "fair"): "4804f3e7c65fa2d8",
+    ("decode_attention", "pa", "n_to_one", "reservation"): "4804f3e7c65fa2d8",
+    ("decode_attention", "va", "one_to_one", "fair"): "18690879fc9425de",
+    ("decode_attention", "va", "one_to_one", "reservation"): "af2e27e6e74cec40",
+    ("decode_attention", "la", "one_to_one", "fair"): "a5f64d74a06ecf59",
+    ("decode_attention", "la", "one_to_one", "reservation"): "6f51147e6c0e9a25",
+    ("layer_norm", "pa", "n_to_one", "fair"): "113643335bd09420",
+    ("layer_norm", "pa", "n_to_one", "reservation"): "62a6324427ac8e1b",
+    ("layer_norm", "va", "one_to_one", "fair"): "ebca615748022c85",
+    ("layer_norm", "va", "one_to_one", "reservation"): "36487e0e9dfeb35d",
+    ("layer_norm", "la", "one_to_one", "fair"): "3dc1b39075c409fe",
+    ("layer_norm", "la", "one_to_one", "reservation"): "435103c7bfe0ba63",
+    ("matmul", "pa", "n_to_one", "fair"): "f0b5678bd2677669",
+    ("matmul", "pa", "n_to_one", "reservation"): "073ad68f3f199454",
+    ("matmul", "va", "one_to_one", "fair"): "eadf718a5dd6d7e3",
+    ("matmul", "va", "one_to_one", "reservation"): "4ca3bf9bb1c52fa5",
+    ("matmul", "la", "one_to_one", "fair"): "0547d42a7c8e1199",
+    ("matmul", "la", "one_to_one", "reservation"): "69ad6d602124abb2",
+    ("softmax", "pa", "n_to_one", "fair"): "64aaff4e09bf500a",
+    ("softmax", "pa", "n_to_one", "reservation"): "87f25d10be051429",
+    ("softmax", "va", "one_to_one", "fair"): "2b4da9d207e740ac",
+    ("softmax", "va", "one_to_one", "reservation"): "e754dbb8d2f94036",
+    ("softmax", "la", "one_to_one", "fair"): "9b2b17b913e8f8ce",
+    ("softmax", "la", "one_to_one", "reservation"): "7039be4b4ded5289",
+    ("vector_add", "pa", "n_to_one", "fair"): "554a7ad0d9612802",
+    ("vector_add", "pa", "n_to_one", "reservation"): "94c6b84cc5b998c3",
+    ("vector_add", "va", "one_to_one", "fair"): "d9d38592e015c181",
+    ("vector_add", "va", "one_to_one", "reservation"): "c8210893045a878b",
+    ("vector_add", "la", "one_to_one", "fair"): "ca7587d10152cb4a",
+    ("vector_add", "la", "one_to_one", "reservation"): "0dc7acb55cdf7a7b",
+}
+
+
+@pytest.mark.parametrize("point", POINTS, ids=lambda p: "-".join(p))
+def test_launch_results_are_pinned(point):
+    assert digest(*point) == PINNED[point]
+
+
+if __name__ == "__main__":
+    for p in POINTS:
+        print(f"    {p!r}: {digest(*p)!r},")
