@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -72,20 +73,22 @@ def environment() -> dict[str, str]:
     return env
 
 
+def run_cli(cwd: Path, argv: list[str], **popen: Any) -> subprocess.CompletedProcess:
+    """``argv`` (as :func:`command` builds it) run from ``cwd`` as a user's shell runs
+    it: its own process, the test's environment without HYDRA_FULL_ERROR, output
+    captured as text."""
+    return subprocess.run(
+        argv, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=300,
+        check=False, **popen,
+    )  # fmt: skip
+
+
 def sweep(
     tmp_path: Path, name: str, *overrides: str, returncode: int = 0
 ) -> tuple[list[dict], str]:
     """Run one sweep into ``tmp_path/name``; its merged rows and its stdout."""
     out = tmp_path / name
-    proc = subprocess.run(
-        command(out, *overrides),
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=environment(),
-        timeout=300,
-        check=False,
-    )
+    proc = run_cli(tmp_path, command(out, *overrides))
     assert proc.returncode == returncode, proc.stdout[-2000:] + proc.stderr[-4000:]
     return pq.read_table(out / MERGED_FILE).to_pylist(), proc.stdout
 

@@ -20,7 +20,7 @@ import pytest
 
 from kernbench.results import rows_to_table, write_table_atomic
 from kernbench.sweep import MERGED_FILE
-from tests.test_launchers import environment
+from tests.test_launchers import run_cli
 
 SMALL = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.access_bytes=4096")
 
@@ -32,16 +32,7 @@ def kernbench(
         if file_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
 
-    return subprocess.run(
-        [sys.executable, "-m", "kernbench.app", *args],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        preexec_fn=limit,
-    )
+    return run_cli(tmp_path, [sys.executable, "-m", "kernbench.app", *args], preexec_fn=limit)
 
 
 def one_error(stderr: str) -> str:

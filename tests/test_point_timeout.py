@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kernbench.sweep import MERGED_FILE
-from tests.test_launchers import command, environment
+from tests.test_launchers import command, run_cli
 from tests.test_triton_sweep import USER_MODULE
 
 LIMIT = ("hydra.sweeper.point_timeout_s: the point ran longer than {} s and was stopped"
@@ -23,15 +23,7 @@ LIMIT = ("hydra.sweeper.point_timeout_s: the point ran longer than {} s and was 
 
 def sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     out = tmp_path / "sweep"
-    proc = subprocess.run(
-        [*command(out, *overrides), "hydra.launcher.n_jobs=1", "cache=false"],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    proc = run_cli(tmp_path, [*command(out, *overrides), "hydra.launcher.n_jobs=1", "cache=false"])
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     rows = pq.read_table(out / MERGED_FILE).to_pylist() if (out / MERGED_FILE).exists() else []
     return proc, rows

@@ -25,7 +25,14 @@ import pytest
 
 from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.stop import WATCH_S
-from tests.test_launchers import SLOW_GRID, cached_points, command, environment, group_size
+from tests.test_launchers import (
+    SLOW_GRID,
+    cached_points,
+    command,
+    environment,
+    group_size,
+    run_cli,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -119,15 +126,7 @@ def test_a_stopped_sweep_keeps_what_is_done_and_a_rerun_finishes_it(tmp_path, si
 
     # The same command again (the same sweep directory): every point exactly once,
     # exactly the points that had finished from the cache.
-    rerun = subprocess.run(
-        command(out, *SLOW_GRID),
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    rerun = run_cli(tmp_path, command(out, *SLOW_GRID))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     rows = pq.read_table(out / MERGED_FILE).to_pylist()
     assert [row["job_num"] for row in rows] == list(range(8))

@@ -17,7 +17,7 @@ import pytest
 
 from kernbench.results import write_table_atomic
 from kernbench.sweep import MERGED_FILE
-from tests.test_launchers import command, environment
+from tests.test_launchers import command, run_cli
 from tests.test_stop import LONG_GRID, finish, start, wait_for
 
 SMALL = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.access_bytes=4096")
@@ -25,15 +25,7 @@ GRID = (*SMALL, "workload.bytes_per_pe=4096,8192", "workload.outstanding=1,2")
 
 
 def sweep(tmp_path: Path, out: Path, *overrides: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*command(out, *overrides), "hydra.launcher.n_jobs=2"],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return run_cli(tmp_path, [*command(out, *overrides), "hydra.launcher.n_jobs=2"])
 
 
 def rows(out: Path) -> list[dict]:

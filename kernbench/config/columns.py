@@ -36,6 +36,15 @@ _STREAM = {
     "busiest_link_utilization": NUMBER,
     "install_latency_ns": NUMBER,
 }
+# What every kernel's run reports of its PEs' engines (kernbench.sim.metrics).
+_ENGINE_USE = {
+    "dispatch_cycles_total": NUMBER,
+    "cpu_utilization": NUMBER,
+    "gemm_utilization": NUMBER,
+    "math_utilization": NUMBER,
+    "dma_utilization": NUMBER,
+    "bottleneck": TEXT,
+}
 _GQA = {
     "n_tiles": NUMBER,
     "active_pe_count": NUMBER,
@@ -45,12 +54,7 @@ _GQA = {
     "dispatch_cycles_per_tile": NUMBER,
     "kernel_latency_ns": NUMBER,
     "sim_time_ns": NUMBER,
-    "dispatch_cycles_total": NUMBER,
-    "cpu_utilization": NUMBER,
-    "gemm_utilization": NUMBER,
-    "math_utilization": NUMBER,
-    "dma_utilization": NUMBER,
-    "bottleneck": TEXT,
+    **_ENGINE_USE,
 }
 _TRITON = {
     "kernel_latency_ns": NUMBER,
@@ -60,12 +64,7 @@ _TRITON = {
     "dma_commands": NUMBER,
     "gemm_commands": NUMBER,
     "math_commands": NUMBER,
-    "dispatch_cycles_total": NUMBER,
-    "cpu_utilization": NUMBER,
-    "gemm_utilization": NUMBER,
-    "math_utilization": NUMBER,
-    "dma_utilization": NUMBER,
-    "bottleneck": TEXT,
+    **_ENGINE_USE,
     "programs": NUMBER,
     "active_pe_count": NUMBER,
     "max_abs_error": NUMBER,

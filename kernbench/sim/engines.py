@@ -89,14 +89,7 @@ class Engine:
         """Issue head stages at ``now`` while they are ready and a slot is free."""
         fifo = self.fifo
         while fifo and self.in_flight < self.slots and fifo[0].deps_left == 0:
-            stage = fifo.popleft()
-            if self.in_flight == 0:
-                self._busy_since = now
-            self.in_flight += 1
-            end = self.start(stage, now)
-            if end is not None:
-                # now + (end - now), as a SimPy timeout of that delay would land.
-                self.events.schedule(now + (end - now), self._finish, stage)
+            self.issue(fifo.popleft(), now)
 
     def issue(self, stage: Stage, now: float) -> None:
         """Issue ``stage`` at ``now`` bypassing the FIFO: the caller checked that the FIFO
@@ -106,6 +99,7 @@ class Engine:
         self.in_flight += 1
         end = self.start(stage, now)
         if end is not None:
+            # now + (end - now), as a SimPy timeout of that delay would land.
             self.events.schedule(now + (end - now), self._finish, stage)
 
     def start(self, stage: Stage, now: float) -> float | None:
