@@ -355,3 +355,21 @@ def test_a_run_with_a_users_preset_uses_it(run_app, tmp_path):
     assert run.returncode == 0, run.stderr
     [row] = run.rows()
     assert row["status"] == "ok" and row["workload.bytes_per_pe"] == 65536
+
+
+def test_help_lists_a_users_presets_from_the_search_path(run_app, tmp_path):
+    """``kernbench --help hydra.searchpath=[...]`` names the user's own options beside
+    the shipped ones, marked, in their group's line; without it they are not there."""
+    search = _presets(tmp_path)
+    (tmp_path / "presets" / "traffic").mkdir()
+    (tmp_path / "presets" / "traffic" / "myhot.yaml").write_text(
+        "# @package _global_\nworkload:\n  pattern: hotspot\n"
+    )
+    helped = run_app("--help", search)
+    assert helped.returncode == 0, helped.stderr
+    lines = helped.stdout.splitlines()
+    [experiment] = [line for line in lines if line.startswith("  +experiment=")]
+    assert experiment.endswith("| sim_speed | mine (searchpath)")
+    [traffic] = [line for line in lines if line.startswith("  traffic=")]
+    assert traffic.endswith("| myhot (searchpath)")
+    assert "(searchpath)" not in run_app("--help").stdout
