@@ -58,19 +58,16 @@ class PeCpu:
     def run(self, source: CommandSource, on_finish: Callable[[], None]) -> None:
         self._source, self._on_finish = source, on_finish
         self.events.enter()
-        self._clock = self.events.now
-        self._step()
+        self._step(self.events.now)
         self.events.park()  # the queue runs on once SimPy pops it: every PE has started
 
-    def _dispatched(self, _arg: Any) -> None:
-        """A dispatch end (a local event): push the command paid for, go on."""
-        self._clock = self.events.now
-        self._step()
-
-    def _step(self) -> None:
-        """Go through the stream at ``_clock`` until the CPU must wait: for a dispatch
-        end, a free queue slot, or the queue to drain."""
+    def _step(self, now: float) -> None:
+        """Go through the stream from ``now`` until the CPU must wait: for a dispatch
+        end, a free queue slot, or the queue to drain. Called at the start, at a
+        dispatch end (a local event whose argument is its time) and at a retirement
+        that frees a slot (PE_SCHEDULER's ``on_slot_free``)."""
         assert self._source is not None
+        self._clock = now
         sched, events, fetch, price = (
             self.scheduler,
             self.events,
@@ -93,22 +90,17 @@ class PeCpu:
                     self.oplog.add(self._clock, self.pe_index, "dispatch", -1, type(cmd).__name__)
                 if ns > 0:
                     at = self._clock + ns
-                    if not events.run_inline(at, self._dispatched, None):
+                    if not events.run_inline(at, self._step, at):
                         return  # the dispatch end is a local event
                     self._clock = at
             if type(cmd) is PeCpuOverheadCmd:
                 self._pending = None
                 continue
             if sched.in_flight >= sched.depth:  # full: wait for a retirement
-                sched.on_slot_free = self._slot_free
+                sched.on_slot_free = self._step
                 return
             self._pending = None
             sched.submit(cmd, self._clock)
-
-    def _slot_free(self, now: float) -> None:
-        """Woken by a retirement, inside one of this PE's events."""
-        self._clock = now
-        self._step()
 
     def _drain(self) -> None:
         """The kernel returned: finish now if the queue is empty, else when it drains."""
