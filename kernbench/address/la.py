@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from kernbench.address import interleave
 from kernbench.address.allocator import FreeListAllocator
 from kernbench.address.models import (
+    AddressModelPolicy,
     Copies,
     Cubes,
     Piece,
@@ -172,7 +173,7 @@ class Baaw:
         return out
 
 
-class LaModel:
+class LaModel(AddressModelPolicy):
     """Kernels see LAs: ``la_base + offset_bytes``; BAAW resolves them (no delay)."""
 
     # Segments are byte-granular, so every tensor's shards sit back to back.

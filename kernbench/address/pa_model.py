@@ -9,7 +9,7 @@ the VA and LA models resolve into.
 from __future__ import annotations
 
 from kernbench.address import interleave
-from kernbench.address.models import Copies, TensorMap
+from kernbench.address.models import AddressModelPolicy, Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
 from kernbench.config import schema
 from kernbench.errors import AddressFault
@@ -92,7 +92,7 @@ def hbm_alignment(graph: TopologyGraph) -> int:
     return schema.hbm_alignment(graph.config)
 
 
-class PaModel:
+class PaModel(AddressModelPolicy):
     """Kernels see PAs: a tensor shard's pointer is its PA; nothing to install."""
 
     layout_unit = 1  # offsets are bookkeeping only: a shard's pointer is its PA

@@ -21,6 +21,7 @@ import bisect
 
 from kernbench.address.allocator import FreeListAllocator, align_up
 from kernbench.address.models import (
+    AddressModelPolicy,
     Copies,
     Cubes,
     Piece,
@@ -178,7 +179,7 @@ class PeMMU:
 Run = tuple[int, int, int, int]
 
 
-class VaModel:
+class VaModel(AddressModelPolicy):
     """Kernels see VAs: ``va_base + offset_bytes`` per shard, translated per access.
 
     ``tlb_overhead_ns`` is paid once per access (``tlb_charge=per_access``, ADR-0011

@@ -11,7 +11,7 @@ of the engines.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kernbench.commands import PeCommand, PeCpuOverheadCmd
 from kernbench.sim.cost_model import DispatchCostModel
@@ -20,12 +20,14 @@ from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
 
 
-class CommandSource(Protocol):
-    """The kernel side of the CPU: replay (a list) or greenlet (live kernel code)."""
+class CommandSource:
+    """The kernel side of the CPU: replay (a list) or greenlet (live kernel code). A
+    base class, not a Protocol: the compiled build calls a native base class's method
+    directly, once per command."""
 
     def next(self) -> PeCommand | None:
         """The next command, or None when the kernel has returned."""
-        ...
+        raise NotImplementedError
 
 
 class PeCpu:

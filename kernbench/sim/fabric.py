@@ -25,7 +25,9 @@ bandwidth and one user, e.g. all ``local`` stream traffic — this is exactly
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
+from kernbench.sim.engines import Stage
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import Route
 
@@ -34,7 +36,29 @@ PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, cha
 TraceCall = Callable[[PhysicalRequest, float, float], None]
 
 
-class ReservationFabric:
+class DataPlane:
+    """What PE_DMA asks of a fabric model (reservation or fair share). A base class,
+    not a Protocol: the compiled build calls a native base class's method directly,
+    a Protocol's through Python's generic call (once per DMA stage)."""
+
+    def start(
+        self,
+        requests: list[PhysicalRequest],
+        routes: Mapping[str, Route],
+        issue: float,
+        transfer: Stage,
+        done: Callable[[Any], None],
+        trace: TraceCall | None = None,
+    ) -> float | None:
+        """Move ``requests`` issued at ``issue`` for the DMA stage ``transfer``: the
+        completion of what is timed at once (the stage's first part), or None; every
+        further part (``transfer.parts``) calls ``done(transfer)`` when it completes
+        (the fair fabric types the stage as the :class:`~kernbench.sim.flows.Transfer`
+        it reads)."""
+        raise NotImplementedError
+
+
+class ReservationFabric(DataPlane):
     """Per-link ``free_at`` times, holes and bytes carried (a link's busy time is its
     bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every reservation."""
 
@@ -63,7 +87,7 @@ class ReservationFabric:
         done: object,
         trace: TraceCall | None = None,
     ) -> float:
-        """The data plane's one entry (:class:`kernbench.sim.dma.DataPlane`): every
+        """The data plane's one entry (:class:`DataPlane`): every
         request is booked now, so the completion is final and the only part."""
         return self.book(requests, routes, issue, trace)
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kernbench.sim.events import LocalQueue
-from kernbench.sim.fabric import PhysicalRequest, TraceCall
+from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.flows import (
     BOOKING,
@@ -61,7 +61,7 @@ from kernbench.topology.routes import Route
 SolveObserver = Callable[[float, list[tuple[str, tuple[int, ...], int]], list[float]], None]
 
 
-class FairFabric:
+class FairFabric(DataPlane):
     """The fair-share fabric of one system. Same counters as the reservation model
     (``bytes_carried``, ``bw``); ``segments`` (when recording) holds every
     ``(link ids, start, end, rate)`` stretch a flow drained at one rate."""
