@@ -56,6 +56,8 @@ class PeCpu:
         self._on_finish: Callable[[], None] | None = None
         self._clock = 0.0  # the CPU's time: its dispatch end, or the event that woke it
         self._end = (self._on_end,)
+        # Bound once: a dispatch end and a freed slot both wake the CPU through it.
+        self._wake: Callable[[float], None] = self._step
 
     def run(self, source: CommandSource, on_finish: Callable[[], None]) -> None:
         self._source, self._on_finish = source, on_finish
@@ -68,23 +70,19 @@ class PeCpu:
         end, a free queue slot, or the queue to drain. Called at the start, at a
         dispatch end (a local event whose argument is its time) and at a retirement
         that frees a slot (PE_SCHEDULER's ``on_slot_free``)."""
-        assert self._source is not None
+        source = self._source
+        assert source is not None
         self._clock = now
-        sched, events, fetch, price = (
-            self.scheduler,
-            self.events,
-            self._source.next,
-            self.cost.price,
-        )
+        sched, events, cost = self.scheduler, self.events, self.cost
         while True:
             cmd = self._pending
             if cmd is None:
-                cmd = self._pending = fetch()
+                cmd = self._pending = source.next()
                 if cmd is None:
                     self._drain()
                     return
                 # Pay for it: the one place dispatch cost is accounted.
-                cycles, ns = price(cmd)
+                cycles, ns = cost.price(cmd)
                 self.dispatch_cycles += cycles
                 self.busy_ns += ns
                 self.commands += 1
@@ -92,14 +90,14 @@ class PeCpu:
                     self.oplog.add(self._clock, self.pe_index, "dispatch", -1, type(cmd).__name__)
                 if ns > 0:
                     at = self._clock + ns
-                    if not events.run_inline(at, self._step, at):
+                    if not events.run_inline(at, self._wake, at):
                         return  # the dispatch end is a local event
                     self._clock = at
             if type(cmd) is PeCpuOverheadCmd:
                 self._pending = None
                 continue
             if sched.in_flight >= sched.depth:  # full: wait for a retirement
-                sched.on_slot_free = self._step
+                sched.on_slot_free = self._wake
                 return
             self._pending = None
             sched.submit(cmd, self._clock)

@@ -23,12 +23,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from heapq import heappop, heappush
-from typing import Any
+from typing import Any, Final
 
 import simpy
-from simpy.events import NORMAL
+from simpy.events import NORMAL as _NORMAL
 
 Callback = Callable[[Any], None]
+NORMAL: Final = _NORMAL  # SimPy's priority of every event kernbench schedules
 NEVER = 1 << 62  # a report interval no run reaches
 
 
