@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kernbench.sim.events import LocalQueue
 
-READ = "read"
-WRITE = "write"
+READ: Final = "read"
+WRITE: Final = "write"
 
 
 class Stage:
