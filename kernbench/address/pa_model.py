@@ -8,6 +8,8 @@ the VA and LA models resolve into.
 
 from __future__ import annotations
 
+from typing import Final
+
 from kernbench.address import interleave
 from kernbench.address.models import AddressModelPolicy, Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
@@ -18,8 +20,8 @@ from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
-_OWNER_SHIFT = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
-_OFFSET_MASK = (1 << OFFSET_BITS) - 1
+_OWNER_SHIFT: Final = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
+_OFFSET_MASK: Final = (1 << OFFSET_BITS) - 1
 
 
 class PhysicalLayer:

@@ -18,6 +18,7 @@ Mappings change only when an ``MmuMapMsg`` / ``MmuUnmapMsg`` lands (control plan
 from __future__ import annotations
 
 import bisect
+from typing import Final
 
 from kernbench.address.allocator import FreeListAllocator, align_up
 from kernbench.address.models import (
@@ -37,8 +38,8 @@ from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
-VA_BASE = 0x1_0000_0000  # 4 GiB, so a VA never looks like a small PA
-VA_SIZE = 1 << 40  # device-wide VA space: 1 TiB
+VA_BASE: Final = 0x1_0000_0000  # 4 GiB, so a VA never looks like a small PA
+VA_SIZE: Final = 1 << 40  # device-wide VA space: 1 TiB
 
 
 class VirtualAllocator:

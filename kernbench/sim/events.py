@@ -34,7 +34,7 @@ NORMAL: Final = _NORMAL  # SimPy's priority of every event kernbench schedules
 # from another module from the module's dict on every call.
 heappush: Final = heapq.heappush
 heappop: Final = heapq.heappop
-NEVER = 1 << 62  # a report interval no run reaches
+NEVER: Final = 1 << 62  # a report interval no run reaches
 
 
 class Fired(simpy.Event):
