@@ -137,6 +137,8 @@ class FairFabric:
         end = -1.0  # none yet
         flows = 0
         seq = self._seq
+        group: list[Flow] = []  # flows joining at one time, with nothing scheduled between
+        group_at = 0.0
         for req in requests:
             nbytes = req[2]
             queue = queues.get(req[0])
@@ -158,16 +160,35 @@ class FairFabric:
                     end = at
                 continue
             if not queue.fluid:
+                if group:  # _share schedules events: the group's join goes first
+                    self._schedule_join(group_at, group)
+                    group = []
                 self._share(queue, now)
             flows += 1
             flow = Flow(seq, queue, nbytes, transfer, done, req, trace)
             queue.waiting += 1
-            self.events.schedule(issue + queue.latency, self._join, flow)
+            at = issue + queue.latency
+            if group and at != group_at:
+                self._schedule_join(group_at, group)
+                group = []
+            group.append(flow)
+            group_at = at
+        if group:
+            self._schedule_join(group_at, group)
         self._seq = seq
         if flows:
             transfer.parts += flows - (end < 0.0)
             return end if end >= 0.0 else None
         return end if end >= 0.0 else issue  # no request: nothing to move
+
+    def _schedule_join(self, at: float, group: list[Flow]) -> None:
+        """One event for flows that join at ``at`` and would have been scheduled one
+        after another (consecutive keys: nothing runs between them), so a 1:1 access's
+        channel requests cost one event, not eight."""
+        if len(group) == 1:
+            self.events.schedule(at, self._join, group[0])
+        else:
+            self.events.schedule(at, self._join_group, group)
 
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
@@ -251,6 +272,12 @@ class FairFabric:
         if len(queue.flows) == 1:
             self._enter(queue)
             self._changed(queue)
+
+    def _join_group(self, group: list[Flow]) -> None:
+        """The flows of ``group`` join, oldest first: what their own consecutive events
+        would have done."""
+        for flow in group:
+            self._join(flow)
 
     def _drained(self, flow: Flow) -> None:
         """``flow``'s last byte has left (unless the event is stale): complete it an
