@@ -263,6 +263,7 @@ class FairFabric:
             queue.flows.append(flow)
         queue.booked.clear()
         if queue.flows:
+            queue.head = queue.flows[0].seq
             self._enter(queue)
         queue.fluid, queue.holds = True, False  # the caller's queue gets a flow at once
         queue.who.fluid += 1
@@ -280,6 +281,7 @@ class FairFabric:
         queue.waiting -= 1
         queue.flows.append(flow)
         if len(queue.flows) == 1:
+            queue.head = flow.seq
             self._enter(queue)
             self._changed(queue)
 
@@ -313,6 +315,7 @@ class FairFabric:
                     fluid[i] -= 1
             return
         head = queue.flows[0]
+        queue.head = head.seq
         if self._reorders(queue, flow.seq, head.seq):
             self._changed(queue)
         else:
@@ -322,7 +325,7 @@ class FairFabric:
         """Whether a new head (seq ``new`` after ``old``) changes its requester's age
         order of queues: then rates must be recomputed, else the head keeps the rate."""
         for other in self._joined[queue.requester]:
-            if other is not queue and old < other.flows[0].seq < new:
+            if other is not queue and old < other.head < new:
                 return True
         return False
 
@@ -382,7 +385,7 @@ class FairFabric:
             self.reused += 1
         self.solved_queues += len(found)
         if self.on_solve is not None:
-            self.on_solve(now, [(q.requester, q.links, q.flows[0].seq) for q in found], rates)
+            self.on_solve(now, [(q.requester, q.links, q.head) for q in found], rates)
         for queue, rate in zip(found, rates, strict=True):
             head = queue.flows[0]
             if head.rate != rate:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, Protocol
 
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
@@ -88,6 +89,7 @@ class Queue:
         "fluid",
         "holds",
         "stamp",
+        "head",
         "moved",
         "booked",
         "free_at",
@@ -108,6 +110,7 @@ class Queue:
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last recomputation that covered it
+        self.head = 0  # its age: its oldest joined request's sequence number
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first, flat:
         # BOOKING fields each (drained at, start, nbytes, issue, sequence number,
@@ -143,6 +146,5 @@ def draining(queue: Queue, now: float) -> bool:
     return queue.free_at + queue.latency > now
 
 
-def age(queue: Queue) -> int:
-    """A queue's age: its oldest joined request's sequence number."""
-    return queue.flows[0].seq
+# A queue's age, as a sort key read in C (a solve sorts every queue it covers).
+age: Callable[[Queue], int] = attrgetter("head")
