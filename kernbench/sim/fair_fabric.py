@@ -45,6 +45,7 @@ from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.flows import (
     BOOKING,
     INFINITY,
+    Component,
     Done,
     Flow,
     Queue,
@@ -109,6 +110,13 @@ class FairFabric:
         self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
+        # The component each link was last found in, while the layout (which queues
+        # have joined flows) is the one it was found under: between a queue's entering
+        # and leaving, a hotspot's recomputations (a queue's new head moving in its
+        # requester's age order) all cover one component, found once.
+        self._layout = 0  # bumped when a queue enters or leaves
+        self._comp: list[Component | None] = [None for _ in links]
+        self._searches = 0
 
     @property
     def bytes_carried(self) -> list[int]:
@@ -331,6 +339,7 @@ class FairFabric:
 
     def _enter(self, queue: Queue) -> None:
         """``queue`` has a joined flow now."""
+        self._layout += 1
         self._joined.setdefault(queue.requester, []).append(queue)
         on = self._on
         for i in queue.links:
@@ -338,6 +347,7 @@ class FairFabric:
 
     def _leave(self, queue: Queue) -> None:
         """``queue`` has no joined flow any more."""
+        self._layout += 1
         self._joined[queue.requester].remove(queue)
         on = self._on
         for i in queue.links:
@@ -354,23 +364,28 @@ class FairFabric:
     def _solve(self, _: object) -> None:
         """New rates for every queue connected to a changed link through shared links."""
         now = self.events.now
-        on, seen = self._on, self._dirty
+        dirty = self._dirty
         self._dirty = set()
         self.solves += 1
-        stamp = self.solves
-        todo = list(seen)
+        comps, layout = self._comp, self._layout
         found: list[Queue] = []
-        while todo:
-            for queue in on[todo.pop()]:
-                if queue.stamp != stamp:
-                    queue.stamp = stamp
-                    found.append(queue)
-                    for i in queue.links:
-                        if i not in seen:
-                            seen.add(i)
-                            todo.append(i)
-        if not found:
+        first: Component | None = None  # the one component found (the usual case)
+        for i in dirty:
+            comp = comps[i]
+            if comp is None or comp.layout != layout:
+                comp = self._component(i)
+            if comp.stamp != self.solves and comp.queues:
+                comp.stamp = self.solves
+                if first is None:
+                    first = comp
+                else:
+                    if not found:
+                        found.extend(first.queues)
+                    found.extend(comp.queues)
+        if first is None:
             return
+        if not found:
+            found = first.queues  # sorted in place: its order is no part of it
         found.sort(key=age)
         key = tuple(found)
         rates = self._known.get(key)
@@ -390,6 +405,30 @@ class FairFabric:
             head = queue.flows[0]
             if head.rate != rate:
                 self._set_rate(head, rate, now)
+
+    def _component(self, start: int) -> Component:
+        """The queues connected to link ``start`` through shared links, recorded on
+        every link it reaches (valid until a queue enters or leaves)."""
+        on = self._on
+        self._searches += 1
+        stamp = self._searches
+        seen = {start}
+        todo = [start]
+        queues: list[Queue] = []
+        while todo:
+            for queue in on[todo.pop()]:
+                if queue.stamp != stamp:
+                    queue.stamp = stamp
+                    queues.append(queue)
+                    for i in queue.links:
+                        if i not in seen:
+                            seen.add(i)
+                            todo.append(i)
+        comp = Component(self._layout, queues)
+        comps = self._comp
+        for i in seen:
+            comps[i] = comp
+        return comp
 
     def _set_rate(self, flow: Flow, rate: float, now: float) -> None:
         """Drain ``flow`` at ``rate`` from ``now``; re-key its completion."""

@@ -109,7 +109,7 @@ class Queue:
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
-        self.stamp = 0  # the last recomputation that covered it
+        self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first, flat:
@@ -136,6 +136,18 @@ class Requester:
         self.queues: dict[str, Queue] = {}  # by HBM router
         self.fluid = 0
         self.done = done  # its DMA's completion callback
+
+
+class Component:
+    """Queues connected through shared links, as found under one layout of joined
+    queues (the fabric's count of entries and exits when it searched)."""
+
+    __slots__ = ("layout", "queues", "stamp")
+
+    def __init__(self, layout: int, queues: list[Queue]) -> None:
+        self.layout = layout
+        self.queues = queues
+        self.stamp = 0  # the last recomputation that took it
 
 
 BOOKING = 6  # fields per booking in Queue.booked
