@@ -77,6 +77,7 @@ class FairFabric:
         record: bool = False,
         fast: bool = True,
         on_solve: SolveObserver | None = None,
+        reuse: bool = True,
     ) -> None:
         self.bw = [lk.bw_gbs for lk in graph.links]
         self._links = len(graph.links)
@@ -96,6 +97,7 @@ class FairFabric:
         # hotspot on 16 PEs: 109 distinct of 1636); bounded, as traffic with no
         # repeats (uniform) would only fill it.
         self._known: dict[tuple[Queue, ...], list[float]] = {}
+        self._reuse = reuse  # off: every recomputation searches and fills afresh (tests)
         self._fast = fast and not record
         self._redundant = frozenset(
             lk.id
@@ -367,6 +369,8 @@ class FairFabric:
         dirty = self._dirty
         self._dirty = set()
         self.solves += 1
+        if not self._reuse:
+            self._layout += 1  # no component found before this recomputation is kept
         comps, layout = self._comp, self._layout
         found: list[Queue] = []
         first: Component | None = None  # the one component found (the usual case)
@@ -388,7 +392,7 @@ class FairFabric:
             found = first.queues  # sorted in place: its order is no part of it
         found.sort(key=age)
         key = tuple(found)
-        rates = self._known.get(key)
+        rates = self._known.get(key) if self._reuse else None
         if rates is None:
             rates = progressive_fill(
                 [q.requester for q in found], [q.links for q in found], self.bw
