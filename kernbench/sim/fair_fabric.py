@@ -16,6 +16,13 @@ solve per access). A recomputation covers the queues that share links, transitiv
 with what changed (SimGrid's *selective update*), happens once per simulated instant
 however many requests changed at it, and re-keys the completion of only the requests
 whose rate moved (SimGrid's *lazy actions*: a stale completion is skipped when popped).
+Two things are kept between recomputations, both exact: the component each link was
+found in, until a queue enters or leaves (a hotspot's recomputations in between, where
+a queue's new head moves in its requester's age order, cover the same one); and the
+rates, by the queues they were solved for in age order (progressive filling is a
+function of those and of the fixed bandwidths, and a hotspot meets the same orders
+again and again). The flows of one issue that join at one time (a 1:1 access's
+channel requests) join in one event.
 
 The fast path: a requester (a PE's DMA) whose every queue has its links to itself is
 exactly FIFO per queue at its route's narrowest bandwidth, so it is booked
