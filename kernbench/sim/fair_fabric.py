@@ -164,8 +164,8 @@ class FairFabric:
         end = -1.0  # none yet
         flows = 0
         seq = self._seq
-        group: list[Flow] = []  # flows joining at one time, with nothing scheduled between
-        group_at = 0.0
+        last: Flow | None = None  # the last flow scheduled to join, if nothing since
+        last_at = 0.0
         for req in requests:
             nbytes = req[2]
             queue = queues.get(req[0])
@@ -187,35 +187,23 @@ class FairFabric:
                     end = at
                 continue
             if not queue.fluid:
-                if group:  # _share schedules events: the group's join goes first
-                    self._schedule_join(group_at, group)
-                    group = []
+                last = None  # _share schedules events: later flows join after them
                 self._share(queue, now)
             flows += 1
             flow = Flow(seq, queue, nbytes, transfer, done, req, trace)
             queue.waiting += 1
             at = issue + queue.latency
-            if group and at != group_at:
-                self._schedule_join(group_at, group)
-                group = []
-            group.append(flow)
-            group_at = at
-        if group:
-            self._schedule_join(group_at, group)
+            if last is not None and at == last_at:
+                last.then = flow  # joins in the same event, right after it
+            else:
+                self.events.schedule(at, self._join, flow)
+                last_at = at
+            last = flow
         self._seq = seq
         if flows:
             transfer.parts += flows - (end < 0.0)
             return end if end >= 0.0 else None
         return end if end >= 0.0 else issue  # no request: nothing to move
-
-    def _schedule_join(self, at: float, group: list[Flow]) -> None:
-        """One event for flows that join at ``at`` and would have been scheduled one
-        after another (consecutive keys: nothing runs between them), so a 1:1 access's
-        channel requests cost one event, not eight."""
-        if len(group) == 1:
-            self.events.schedule(at, self._join, group[0])
-        else:
-            self.events.schedule(at, self._join_group, group)
 
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
@@ -293,20 +281,20 @@ class FairFabric:
     # -- flow events ------------------------------------------------------------
     def _join(self, flow: Flow) -> None:
         """``flow``'s head reaches its links: it drains at once if its queue is empty
-        (new rates), else waits behind the queue's head."""
-        queue = flow.queue
-        queue.waiting -= 1
-        queue.flows.append(flow)
-        if len(queue.flows) == 1:
-            queue.head = flow.seq
-            self._enter(queue)
-            self._changed(queue)
-
-    def _join_group(self, group: list[Flow]) -> None:
-        """The flows of ``group`` join, oldest first: what their own consecutive events
-        would have done."""
-        for flow in group:
-            self._join(flow)
+        (new rates), else waits behind the queue's head. So do the flows chained after
+        it (``then``): the flows of one issue that join at this time, whose own events
+        would have run one after another (consecutive keys), so a 1:1 access's channel
+        requests cost one event, not eight."""
+        joining: Flow | None = flow
+        while joining is not None:
+            queue = joining.queue
+            queue.waiting -= 1
+            queue.flows.append(joining)
+            if len(queue.flows) == 1:
+                queue.head = joining.seq
+                self._enter(queue)
+                self._changed(queue)
+            joining.then, joining = None, joining.then
 
     def _drained(self, flow: Flow) -> None:
         """``flow``'s last byte has left (unless the event is stale): complete it an

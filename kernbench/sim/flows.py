@@ -47,6 +47,7 @@ class Flow:
         "done",
         "req",
         "trace",
+        "then",
     )
 
     def __init__(
@@ -71,6 +72,7 @@ class Flow:
         self.done = done
         self.req = req
         self.trace = trace
+        self.then: Flow | None = None  # joins in the same event, right after it
 
 
 class Queue:
