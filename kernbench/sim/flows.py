@@ -1,8 +1,9 @@
-"""The fair data plane's state: flows, queues and requesters (DESIGN §3.2).
+"""The fair data plane's state: flows, queues, requesters and components (DESIGN §3.2).
 
 A *flow* is one physical request in the fluid model; a *queue* is one requester's
 requests on one route (arithmetic bookings while the requester has its links to
-itself, flows otherwise); a *requester* is one PE's DMA with its queues. Plain
+itself, flows otherwise); a *requester* is one PE's DMA with its queues; a
+*component* is the queues a recomputation found connected through shared links. Plain
 records with slots: :mod:`kernbench.sim.fair_fabric` moves them through time and
 :mod:`kernbench.sim.fairshare` sets their rates; this module owns no behaviour
 beyond their constructors and two questions about a queue.
