@@ -27,7 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final
 
 from kernbench.sim.engines import Stage
 from kernbench.topology.graph import TopologyGraph
@@ -36,7 +36,7 @@ from kernbench.topology.routes import Route
 PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, channel id or -1)
 # Told each request's start and completion: (request, start, completion).
 TraceCall = Callable[[PhysicalRequest, float, float], None]
-_end: Callable[[tuple[float, float]], float] = itemgetter(1)  # a hole's end
+_end: Final[Callable[[tuple[float, float]], float]] = itemgetter(1)  # a hole's end
 
 
 class DataPlane:

@@ -45,6 +45,7 @@ order they are issued, so identical inputs give identical rates, times and logs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
@@ -64,7 +65,7 @@ from kernbench.sim.flows import (
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import Route
 
-KNOWN = 1024  # solutions kept (emptied when full)
+KNOWN: Final = 1024  # solutions kept (emptied when full)
 
 # Told a component's queues (requester, links, oldest request's sequence number) and
 # their rates after every recomputation, and the time: the tests' window on the solver.

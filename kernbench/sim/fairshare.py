@@ -35,9 +35,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from heapq import heapify, heappop, heappush
+from typing import Final
 
 # A rate below this many bytes/ns is rounding, never a real share: it is zero.
-NO_RATE = 1e-9
+NO_RATE: Final = 1e-9
 
 
 def progressive_fill(

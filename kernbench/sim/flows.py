@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
 from kernbench.topology.routes import Route
 
-INFINITY = float("inf")
+INFINITY: Final = float("inf")
 
 
 class Transfer(Protocol):
@@ -153,7 +153,7 @@ class Component:
         self.stamp = 0  # the last recomputation that took it
 
 
-BOOKING = 6  # fields per booking in Queue.booked
+BOOKING: Final = 6  # fields per booking in Queue.booked
 
 
 def draining(queue: Queue, now: float) -> bool:
@@ -162,4 +162,4 @@ def draining(queue: Queue, now: float) -> bool:
 
 
 # A queue's age, as a sort key read in C (a solve sorts every queue it covers).
-age: Callable[[Queue], int] = attrgetter("head")
+age: Final[Callable[[Queue], int]] = attrgetter("head")
