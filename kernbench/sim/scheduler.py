@@ -46,25 +46,16 @@ class Job:
         self.retired = False
 
 
-class DmaOp:
+_NO_STAGES: list[Stage] = []  # a DmaOp's dependents: nothing is generated after it
+
+
+class DmaOp(Stage):
     """A primitive DMA command in flight (the fast path, ``sim.fast_dma``): its Job and
     its one Stage in one record, so engines, fabrics and the trace read it as a stage
-    (``op.job`` is the op itself) and the tile hazards of later commands as a job."""
+    (``op.job`` is the op itself) and the tile hazards of later commands as a job.
+    A Stage subclass so that the compiled build's typed engines take it (setup.py)."""
 
-    __slots__ = (
-        "id",
-        "cmd",
-        "waiters",
-        "retired",
-        "engine",
-        "direction",
-        "addr",
-        "nbytes",
-        "deps_left",
-        "parts",
-    )
-    duration_ns = 0.0
-    dependents: tuple[Stage, ...] = ()  # nothing is generated after a primitive DMA
+    __slots__ = ("id", "cmd", "waiters", "retired")
 
     def __init__(
         self, op_id: int, cmd: PeCommand, engine: Engine, direction: str, addr: int, nbytes: int
@@ -74,15 +65,21 @@ class DmaOp:
         self.waiters: list[Stage] = []
         self.retired = False
         self.engine = engine
+        self.duration_ns = 0.0
         self.direction = direction
         self.addr = addr
         self.nbytes = nbytes
         self.deps_left = 0
+        self.dependents = _NO_STAGES
         self.parts = 1
 
     @property
     def job(self) -> DmaOp:
         return self
+
+
+# What holds a queue slot and the tile hazards of later commands.
+InFlight = Job | DmaOp
 
 
 class TileUse:
@@ -91,9 +88,9 @@ class TileUse:
     __slots__ = ("writer", "readers", "dma")
 
     def __init__(self) -> None:
-        self.writer: Job | None = None
-        self.readers: list[Job] = []
-        self.dma: Job | None = None
+        self.writer: InFlight | None = None
+        self.readers: list[InFlight] = []
+        self.dma: InFlight | None = None
 
 
 class PeScheduler:
@@ -133,12 +130,12 @@ class PeScheduler:
     def idle(self) -> bool:
         return self.in_flight == 0
 
-    def submit(self, cmd: PeCommand, now: float) -> Job:
+    def submit(self, cmd: PeCommand, now: float) -> InFlight:
         """Accept a command at ``now`` (the caller checked that ``in_flight < depth``)
         and start what is ready."""
         kind = type(cmd)
         if self.fast_dma and (kind is DmaReadCmd or kind is DmaWriteCmd):
-            return self._submit_dma(cmd, kind is DmaReadCmd, now)  # type: ignore[arg-type, return-value]
+            return self._submit_dma(cmd, kind is DmaReadCmd, now)  # type: ignore[arg-type]
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
@@ -148,10 +145,10 @@ class PeScheduler:
         # A primitive command is one stage, gated by its hazards. The DMA kinds (one
         # per stream access) are spelled out: this is the simulator's hottest path.
         if kind is DmaReadCmd:
-            stage = Stage(self.dma, job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr]
+            stage = Stage(self.dma, job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
             blockers = self._dma_hazards(cmd.dst.id, job, True)  # type: ignore[union-attr]
         elif kind is DmaWriteCmd:
-            stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr]
+            stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
             blockers = self._dma_hazards(cmd.src.id, job, False)  # type: ignore[union-attr]
         elif kind is DmaStridedReadCmd or kind is DmaStridedWriteCmd:
             self._submit_strided(cmd, job, now)  # type: ignore[arg-type]
@@ -212,7 +209,7 @@ class PeScheduler:
         readers = use.readers
         if writes:
             if readers:
-                seen: list[Job] = [writer] if writer is not None else []
+                seen: list[InFlight] = [writer] if writer is not None else []
                 for r in readers:
                     if not r.retired and r not in seen:
                         seen.append(r)
@@ -279,8 +276,8 @@ class PeScheduler:
             if stage.dependents:
                 _release(stage.dependents, now)
             job = stage.job
-            job.stages_left -= 1
-            if job.stages_left:
+            job.stages_left -= 1  # type: ignore[union-attr]
+            if job.stages_left:  # type: ignore[union-attr]
                 return
         job.retired = True
         self.in_flight -= 1
@@ -295,12 +292,12 @@ class PeScheduler:
             wake(now)
 
     # -- dependences -------------------------------------------------------------
-    def _hazards(self, cmd: PeCommand, job: Job) -> list[Job]:
+    def _hazards(self, cmd: PeCommand, job: Job) -> list[InFlight]:
         """Unretired jobs a compute or composite ``job`` must wait for (each once);
         record its accesses. RAW and WAW: the last writer of any tile it reads or
         writes; WAR: the readers of a tile it writes (DMA commands: ``_dma_hazards``)."""
         reads, writes = _tile_access(cmd)
-        found: list[Job] = []
+        found: list[InFlight] = []
         for t in (*reads, *writes):
             _add(found, self._use(t).writer)
         for t in writes:
@@ -313,13 +310,13 @@ class PeScheduler:
             use.writer, use.readers = job, []
         return found
 
-    def _dma_hazards(self, tile: int, job: Job, writes: bool) -> list[Job]:
+    def _dma_hazards(self, tile: int, job: Job, writes: bool) -> list[InFlight]:
         """The same rules for a DMA command, which reads or writes one tile and holds
         it as its DMA endpoint."""
         use = self._tiles.get(tile)
         if use is None:
             use = self._tiles[tile] = TileUse()
-        found: list[Job] = []
+        found: list[InFlight] = []
         writer = use.writer
         if writer is not None and not writer.retired:
             found.append(writer)
@@ -371,7 +368,9 @@ class PeScheduler:
         n, b = cmd.tiles, self.buffers
         ins, outs = _memory_operands(cmd)
         work = [self._op_work(op, n) for op in cmd.ops]  # the same on every tile
-        reads, ops, writes = [], [], []
+        reads: list[list[Stage]] = []
+        ops: list[list[Stage]] = []
+        writes: list[list[Stage]] = []
         for t in range(n):
             r = [self._chunk_stage(m, READ, n, t, job) for m in ins]
             chain: list[Stage] = []
@@ -398,7 +397,7 @@ class PeScheduler:
 
     def _chunk_stage(self, m: MemRef, direction: str, tiles: int, t: int, job: Job) -> Stage:
         lo, hi = _chunk(m.nbytes, tiles, t), _chunk(m.nbytes, tiles, t + 1)
-        return Stage(self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo)
+        return Stage(self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo)  # type: ignore[arg-type]
 
 
 def _release(waiting: list[Stage], now: float) -> None:
@@ -426,7 +425,7 @@ def _memory_operands(cmd: CompositeCmd) -> tuple[list[MemRef], list[MemRef]]:
     return ins, outs
 
 
-def _add(found: list[Job], job: Job | None) -> None:
+def _add(found: list[InFlight], job: InFlight | None) -> None:
     """Add ``job`` to the blockers if it is still in flight and not there yet."""
     if job is not None and not job.retired and job not in found:
         found.append(job)
