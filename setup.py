@@ -20,8 +20,9 @@ import tempfile
 from setuptools import setup
 
 # What a stream access runs through (README "Compiled build"). Left pure:
-# kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python),
-# the packages' __init__.py files and kernbench/runtime/context.py's callers.
+# kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python), the
+# packages' __init__.py files, and kernbench/runtime/context.py (once per deploy and
+# launch, not per access; compiled, its tensors' weakref finalisers crashed the process).
 HOT = [
     "kernbench/commands.py",
     "kernbench/tl.py",
