@@ -25,17 +25,21 @@ ENGINES = ("gemm", "math", "dma")
 
 @dataclass(frozen=True)
 class DispatchRecorder(DispatchCostModel):
-    """A PE's cost model that remembers, per command in issue order, the logical bytes
-    and dispatch cycles PE_CPU paid, so a workload can read off the figures of any
-    stretch of its kernel (e.g. the KV-tile loop). It is the model it replaces (same
-    parameters), so PE_CPU's typed ``cost`` holds it in the compiled build too."""
+    """A PE's cost model that remembers, per command in issue order, the command, its
+    logical bytes and the dispatch cycles PE_CPU paid, so a workload can read off the
+    figures of any stretch of its kernel (e.g. the KV-tile loop) and a test the
+    commands PE_SCHEDULER was given. It is the model it replaces (same parameters), so
+    PE_CPU's typed ``cost`` holds it in the compiled build too."""
 
+    issued: list[PeCommand] = field(default_factory=list, compare=False, repr=False)
     logical_bytes: list[int] = field(default_factory=list, compare=False, repr=False)
     cycles: list[float] = field(default_factory=list, compare=False, repr=False)
 
     def price(self, cmd: PeCommand) -> tuple[float, float]:
-        """What the model charges; remembered (PE_CPU prices each command once)."""
+        """What the model charges; remembered (PE_CPU prices each command once, then
+        pushes it to PE_SCHEDULER)."""
         cycles, ns = super().price(cmd)
+        self.issued.append(cmd)
         self.logical_bytes.append(cmd.logical_bytes)
         self.cycles.append(cycles)
         return cycles, ns
