@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import Final
 
 from kernbench.commands import (
     CompositeCmd,
@@ -43,7 +44,7 @@ class KernelContext:
         return Tile(next(self._tile_ids), tuple(shape), dtype_bytes)
 
 
-_current: ContextVar[KernelContext] = ContextVar("kernbench_tl_context")
+_current: Final[ContextVar[KernelContext]] = ContextVar("kernbench_tl_context")
 
 
 def bind(ctx: KernelContext) -> None:

@@ -7,8 +7,9 @@ streams no worse than the reservation model (the fast path books them arithmetic
 contention patterns
 (``hotspot``, ``uniform`` on 16 PEs) at most 3x. It also prints what a recomputation of
 rates costs on each case: recomputations per access, queues per recomputation, and
-the extra CPU time per recomputation. It asserts only what holds on any machine: the
-two models agree on ``local`` to the bit. Run with
+the extra CPU time per recomputation, and the share of recomputations whose rates were
+reused (the same queues in the same age order as an earlier one). It asserts only what
+holds on any machine: the two models agree on ``local`` to the bit. Run with
 ``pytest -m benchmark -s tests/test_bench_fabric.py``.
 """
 
@@ -69,7 +70,9 @@ def test_fair_fabric_cost_per_access():
                 seconds, rows[fabric], system = timed(cfg(mapping, pattern, pes, accesses, fabric))
                 cpu[fabric].append(seconds)
                 if fabric == "fair":
-                    solves, queues = system.fabric.solves, system.fabric.solved_queues
+                    fair_plane = system.fabric
+                    solves, queues = fair_plane.solves, fair_plane.solved_queues
+                    reused = fair_plane.reused
         res, fair = (statistics.median(cpu[f]) for f in ("reservation", "fair"))
         if pattern == "local":
             assert rows["fair"] == rows["reservation"]
@@ -80,6 +83,7 @@ def test_fair_fabric_cost_per_access():
             f"{label:<21} res {res / accesses * 1e6:7.2f} us/acc  fair {fair / accesses * 1e6:7.2f}"
             f"  x{ratio:5.2f} (target <= {target:g}: {'met' if ratio <= target else 'NOT met'})"
             f"  solves/acc {solves / accesses:5.2f}  queues/solve {queues / max(solves, 1):6.1f}"
+            f"  reused {reused / max(solves, 1):4.0%}"
             + (f"  ~{extra:6.1f} us more per solve" if extra is not None else "")
         )
     print("\n" + "\n".join(lines))

@@ -7,6 +7,7 @@ read on the aggregate path takes 6 ns of links + 64 ns of drain (256 GB/s) + 40 
 from __future__ import annotations
 
 from kernbench import tl
+from kernbench.commands import DmaStridedWriteCmd
 from kernbench.runtime import DPPolicy, RuntimeContext
 from kernbench.sim.system import System
 from tests.support import make_cfg, make_system
@@ -51,3 +52,26 @@ def test_staging_buffers_are_reused_only_after_their_tile_is_computed():
     # tiles 0 and 1 read at once; tile 2 when tile 0's GEMM ends, tile 3 after tile 1's
     assert issued == [0, 0, read + gemm, read + 2 * gemm] == [0, 0, 366, 622]
     assert end == read + 4 * gemm
+
+
+def load_then_strided_store_then_load(ptr):
+    t = tl.load(ptr, (8192,), 2)  # 16 KiB from HBM into t
+    # 4 rows of 4 KiB from t, 8 KiB apart: read t, so wait for the load (RAW)
+    tl.emit(DmaStridedWriteCmd(t, ptr + (1 << 16), 4, 4096, 8192))
+    tl.load(ptr, (8192,), 2, out=t)  # overwrites t: waits for every row (WAR)
+
+
+def test_a_strided_descriptor_waits_on_its_tile_and_holds_it_for_every_row():
+    """The load ends at 110 ns (16 KiB: 6 ns of links, 64 of drain, 40 of HBM access);
+    the 4 rows may issue only then, side by side (16 DMA slots); they share the PE's
+    256 GB/s path, so they drain one after another, 16 ns each, and the last ends at
+    110 + 6 + 4 x 16 + 40 = 220 ns, when the second load may issue."""
+    issued: list[tuple[str, float]] = []
+    system = System(
+        make_cfg(),
+        trace=lambda pe, st, issue, req, begin, done: issued.append((st.direction, issue)),
+    )
+    ctx = RuntimeContext(system)
+    t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    ctx.launch(load_then_strided_store_then_load, [system.graph.pes[0]], t.shard_ptr(0))
+    assert issued == [("read", 0)] + [("write", 110)] * 4 + [("read", 220)]

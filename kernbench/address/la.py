@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Final
 
 from kernbench.address import interleave
 from kernbench.address.allocator import FreeListAllocator
 from kernbench.address.models import (
+    AddressModelPolicy,
     Copies,
     Cubes,
     Piece,
@@ -40,8 +42,8 @@ from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
-LA_BASE = 0x1_0000_0000  # 4 GiB, as the former VA start
-LA_SIZE = 64 << 30  # 64 GiB per PE
+LA_BASE: Final = 0x1_0000_0000  # 4 GiB, as the former VA start
+LA_SIZE: Final = 64 << 30  # 64 GiB per PE
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +174,7 @@ class Baaw:
         return out
 
 
-class LaModel:
+class LaModel(AddressModelPolicy):
     """Kernels see LAs: ``la_base + offset_bytes``; BAAW resolves them (no delay)."""
 
     # Segments are byte-granular, so every tensor's shards sit back to back.

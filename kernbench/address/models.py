@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Protocol
 
 from kernbench.sim.control import ControlMsg
-from kernbench.sim.fabric import PhysicalRequest
+from kernbench.sim.dma import AddressFrontEnd
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
@@ -66,27 +65,24 @@ def tensor_span(copies: Copies) -> int:
     return max(p.offset_bytes + p.nbytes for copy in copies for p in copy)
 
 
-class AddressModelPolicy(Protocol):
-    """What PE_DMA and the runtime ask of an address model."""
+class AddressModelPolicy(AddressFrontEnd):
+    """What PE_DMA (``resolve``) and the runtime ask of an address model: the base of
+    the PA, VA and LA models."""
 
     # The granule of the tensor's range (VA: a page, LA and PA: a byte). Shards are laid
     # out by :func:`shard_offsets`; pointers are ``base + offset_bytes`` under VA and LA.
     layout_unit: int
-
-    def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
-        """Physical requests covering exactly ``[addr, addr+nbytes)``, and a delay in ns."""
-        ...
 
     def map_tensor(
         self, copies: Copies, sharded: bool, name: str = ""
     ) -> tuple[TensorMap, list[ControlMsg]]:
         """Reserve the tensor's address range; the messages that install its mapping
         (``name`` is the tensor's, for faults)."""
-        ...
+        raise NotImplementedError
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
         """Return the address range; the messages that remove the mapping."""
-        ...
+        raise NotImplementedError
 
 
 Cubes = frozenset[tuple[int, int]] | None

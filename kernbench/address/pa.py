@@ -13,19 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 
 from kernbench.errors import AddressFault
 
-PA_BITS = 51
-OFFSET_BITS = 36
-_REGION_SHIFT = OFFSET_BITS
-_PE_SHIFT = _REGION_SHIFT + 1
-_CUBE_SHIFT = _PE_SHIFT + 6
-_SIP_SHIFT = _CUBE_SHIFT + 4
-MAX_SIPS = 1 << 4
-MAX_CUBES = 1 << 4
-MAX_PES = 1 << 6
-MAX_OFFSET = 1 << OFFSET_BITS
+PA_BITS: Final = 51
+OFFSET_BITS: Final = 36
+_REGION_SHIFT: Final = OFFSET_BITS
+_PE_SHIFT: Final = _REGION_SHIFT + 1
+_CUBE_SHIFT: Final = _PE_SHIFT + 6
+_SIP_SHIFT: Final = _CUBE_SHIFT + 4
+MAX_SIPS: Final = 1 << 4
+MAX_CUBES: Final = 1 << 4
+MAX_PES: Final = 1 << 6
+MAX_OFFSET: Final = 1 << OFFSET_BITS
 
 
 class Region(IntEnum):

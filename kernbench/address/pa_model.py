@@ -8,10 +8,10 @@ the VA and LA models resolve into.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Final, NoReturn
 
 from kernbench.address import interleave
-from kernbench.address.models import Copies, TensorMap
+from kernbench.address.models import AddressModelPolicy, Copies, TensorMap
 from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
 from kernbench.config import schema
 from kernbench.errors import AddressFault
@@ -20,8 +20,8 @@ from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
-_OWNER_SHIFT = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
-_OFFSET_MASK = (1 << OFFSET_BITS) - 1
+_OWNER_SHIFT: Final = OFFSET_BITS + 1  # sip|cube|pe sit above the region bit
+_OFFSET_MASK: Final = (1 << OFFSET_BITS) - 1
 
 
 class PhysicalLayer:
@@ -94,7 +94,7 @@ def hbm_alignment(graph: TopologyGraph) -> int:
     return schema.hbm_alignment(graph.config)
 
 
-class PaModel:
+class PaModel(AddressModelPolicy):
     """Kernels see PAs: a tensor shard's pointer is its PA; nothing to install."""
 
     layout_unit = 1  # offsets are bookkeeping only: a shard's pointer is its PA

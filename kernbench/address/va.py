@@ -18,9 +18,11 @@ Mappings change only when an ``MmuMapMsg`` / ``MmuUnmapMsg`` lands (control plan
 from __future__ import annotations
 
 import bisect
+from typing import Final
 
 from kernbench.address.allocator import FreeListAllocator, align_up
 from kernbench.address.models import (
+    AddressModelPolicy,
     Copies,
     Cubes,
     Piece,
@@ -36,8 +38,8 @@ from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
 
-VA_BASE = 0x1_0000_0000  # 4 GiB, so a VA never looks like a small PA
-VA_SIZE = 1 << 40  # device-wide VA space: 1 TiB
+VA_BASE: Final = 0x1_0000_0000  # 4 GiB, so a VA never looks like a small PA
+VA_SIZE: Final = 1 << 40  # device-wide VA space: 1 TiB
 
 
 class VirtualAllocator:
@@ -178,7 +180,7 @@ class PeMMU:
 Run = tuple[int, int, int, int]
 
 
-class VaModel:
+class VaModel(AddressModelPolicy):
     """Kernels see VAs: ``va_base + offset_bytes`` per shard, translated per access.
 
     ``tlb_overhead_ns`` is paid once per access (``tlb_charge=per_access``, ADR-0011

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from kernbench.sim.engines import Stage
 from kernbench.sim.fabric import PhysicalRequest
+from kernbench.sim.scheduler import DmaOp
 from kernbench.topology.names import PeId
 
 SCHEMA = pa.schema(
@@ -73,7 +74,7 @@ class TraceWriter:
             ("end_ns", done),
             ("pe", pe.prefix),
             ("pe_index", pe.index),
-            ("command_id", stage.job.id),
+            ("command_id", stage.id if isinstance(stage, DmaOp) else stage.job.id),
             ("direction", stage.direction),
             ("address_model", self.model),
             ("logical_addr", stage.addr),

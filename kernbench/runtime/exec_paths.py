@@ -18,6 +18,7 @@ from greenlet import greenlet
 from kernbench import tl
 from kernbench.commands import PeCommand
 from kernbench.config.schema import ExecPath
+from kernbench.sim.cpu import CommandSource
 
 Kernel = Callable[..., None]
 
@@ -42,7 +43,7 @@ def kernel_greenlet(
 BATCH = 4096  # commands ReplaySource traces at a time
 
 
-class ReplaySource:
+class ReplaySource(CommandSource):
     """Trace the kernel ahead of the simulation, ``batch`` commands at a time.
 
     The kernel runs in a greenlet that hands back a full batch; the first batch is
@@ -98,7 +99,7 @@ class ReplaySource:
         return cmd
 
 
-class GreenletSource:
+class GreenletSource(CommandSource):
     def __init__(
         self,
         kernel: Kernel,

@@ -11,7 +11,7 @@ of the engines.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from kernbench.commands import PeCommand, PeCpuOverheadCmd
 from kernbench.sim.cost_model import DispatchCostModel
@@ -20,12 +20,14 @@ from kernbench.sim.oplog import OpLog
 from kernbench.sim.scheduler import PeScheduler
 
 
-class CommandSource(Protocol):
-    """The kernel side of the CPU: replay (a list) or greenlet (live kernel code)."""
+class CommandSource:
+    """The kernel side of the CPU: replay (a list) or greenlet (live kernel code). A
+    base class, not a Protocol: the compiled build calls a native base class's method
+    directly, once per command."""
 
     def next(self) -> PeCommand | None:
         """The next command, or None when the kernel has returned."""
-        ...
+        raise NotImplementedError
 
 
 class PeCpu:
@@ -54,38 +56,33 @@ class PeCpu:
         self._on_finish: Callable[[], None] | None = None
         self._clock = 0.0  # the CPU's time: its dispatch end, or the event that woke it
         self._end = (self._on_end,)
+        # Bound once: a dispatch end and a freed slot both wake the CPU through it.
+        self._wake: Callable[[float], None] = self._step
 
     def run(self, source: CommandSource, on_finish: Callable[[], None]) -> None:
         self._source, self._on_finish = source, on_finish
         self.events.enter()
-        self._clock = self.events.now
-        self._step()
+        self._step(self.events.now)
         self.events.park()  # the queue runs on once SimPy pops it: every PE has started
 
-    def _dispatched(self, _arg: Any) -> None:
-        """A dispatch end (a local event): push the command paid for, go on."""
-        self._clock = self.events.now
-        self._step()
-
-    def _step(self) -> None:
-        """Go through the stream at ``_clock`` until the CPU must wait: for a dispatch
-        end, a free queue slot, or the queue to drain."""
-        assert self._source is not None
-        sched, events, fetch, price = (
-            self.scheduler,
-            self.events,
-            self._source.next,
-            self.cost.price,
-        )
+    def _step(self, now: float) -> None:
+        """Go through the stream from ``now`` until the CPU must wait: for a dispatch
+        end, a free queue slot, or the queue to drain. Called at the start, at a
+        dispatch end (a local event whose argument is its time) and at a retirement
+        that frees a slot (PE_SCHEDULER's ``on_slot_free``)."""
+        source = self._source
+        assert source is not None
+        self._clock = now
+        sched, events, cost = self.scheduler, self.events, self.cost
         while True:
             cmd = self._pending
             if cmd is None:
-                cmd = self._pending = fetch()
+                cmd = self._pending = source.next()
                 if cmd is None:
                     self._drain()
                     return
                 # Pay for it: the one place dispatch cost is accounted.
-                cycles, ns = price(cmd)
+                cycles, ns = cost.price(cmd)
                 self.dispatch_cycles += cycles
                 self.busy_ns += ns
                 self.commands += 1
@@ -93,22 +90,17 @@ class PeCpu:
                     self.oplog.add(self._clock, self.pe_index, "dispatch", -1, type(cmd).__name__)
                 if ns > 0:
                     at = self._clock + ns
-                    if not events.run_inline(at, self._dispatched, None):
+                    if not events.run_inline(at, self._wake, at):
                         return  # the dispatch end is a local event
                     self._clock = at
             if type(cmd) is PeCpuOverheadCmd:
                 self._pending = None
                 continue
             if sched.in_flight >= sched.depth:  # full: wait for a retirement
-                sched.on_slot_free = self._slot_free
+                sched.on_slot_free = self._wake
                 return
             self._pending = None
             sched.submit(cmd, self._clock)
-
-    def _slot_free(self, now: float) -> None:
-        """Woken by a retirement, inside one of this PE's events."""
-        self._clock = now
-        self._step()
 
     def _drain(self) -> None:
         """The kernel returned: finish now if the queue is empty, else when it drains."""

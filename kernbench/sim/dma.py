@@ -11,43 +11,23 @@ of the stage (``Stage.parts``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Protocol
+from collections.abc import Callable
 
 from kernbench.sim.engines import Engine, Stage
 from kernbench.sim.events import LocalQueue
-from kernbench.sim.fabric import PhysicalRequest, TraceCall
+from kernbench.sim.fabric import DataPlane, PhysicalRequest
 from kernbench.topology.names import PeId
-from kernbench.topology.routes import MemoryRoutes, Route, Router
+from kernbench.topology.routes import MemoryRoutes, Router
 
 
-class AddressFrontEnd(Protocol):
-    """What PE_DMA asks of an address model."""
+class AddressFrontEnd:
+    """What PE_DMA asks of an address model (the models subclass it through
+    :class:`kernbench.address.models.AddressModelPolicy`). A base class, not a
+    Protocol, for the same reason as :class:`~kernbench.sim.fabric.DataPlane`."""
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         """Physical requests covering exactly ``[addr, addr+nbytes)``, and a delay in ns."""
-        ...
-
-
-class DataPlane(Protocol):
-    """What PE_DMA asks of a fabric model (reservation or fair share)."""
-
-    bytes_carried: list[int]
-    bw: list[float]
-
-    def start(
-        self,
-        requests: list[PhysicalRequest],
-        routes: Mapping[str, Route],
-        issue: float,
-        transfer: Stage,
-        done: Callable[[Stage], None],
-        trace: TraceCall | None = None,
-    ) -> float | None:
-        """Move ``requests`` issued at ``issue`` for the DMA stage ``transfer``: the
-        completion of what is timed at once (the stage's first part), or None; every
-        further part (``transfer.parts``) calls ``done(transfer)`` when it completes."""
-        ...
+        raise NotImplementedError
 
 
 TraceSink = Callable[[PeId, Stage, float, PhysicalRequest, float, float], None]
@@ -75,8 +55,6 @@ class DmaEngine(Engine):
         self.trace = trace
         self.bytes_moved = 0
         self._routes = MemoryRoutes(router, self.name)
-        self._resolve = frontend.resolve
-        self._move = fabric.start
         self._done = self._finish
 
     def issue(self, stage: Stage, now: float) -> None:
@@ -88,21 +66,21 @@ class DmaEngine(Engine):
         if self.in_flight == 0:
             self._busy_since = now
         self.in_flight += 1
-        requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
+        requests, delay = self.frontend.resolve(self.pe, stage.addr, stage.nbytes)
         self.bytes_moved += stage.nbytes
-        end = self._move(requests, self._routes, now + delay, stage, self._done)
+        end = self.fabric.start(requests, self._routes, now + delay, stage, self._done)
         if end is not None:
             self.events.schedule(now + (end - now), self._done, stage)
 
     def start(self, stage: Stage, now: float) -> float | None:
-        requests, delay = self._resolve(self.pe, stage.addr, stage.nbytes)
+        requests, delay = self.frontend.resolve(self.pe, stage.addr, stage.nbytes)
         self.bytes_moved += stage.nbytes
         issue = now + delay
         trace = self.trace
         if trace is None:
-            return self._move(requests, self._routes, issue, stage, self._done)
+            return self.fabric.start(requests, self._routes, issue, stage, self._done)
         pe = self.pe
-        return self._move(
+        return self.fabric.start(
             requests,
             self._routes,
             issue,

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from kernbench.sim.events import LocalQueue
 
-READ = "read"
-WRITE = "write"
+READ: Final = "read"
+WRITE: Final = "write"
 
 
 class Stage:
@@ -41,7 +41,9 @@ class Stage:
     def __init__(
         self,
         engine: Engine,
-        job: Any,  # the scheduler's Job that owns the stage: engines carry it, never read it
+        # The scheduler's Job that owns the stage (engines carry it, never read it), or
+        # None for a stage that is a command of its own (the scheduler's DmaOp).
+        job: Any,
         duration_ns: float = 0.0,
         direction: str = "",
         addr: int = 0,

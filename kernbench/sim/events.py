@@ -20,16 +20,21 @@ else in kernbench does.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Callable, Sequence
-from heapq import heappop, heappush
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import simpy
-from simpy.events import NORMAL
+from simpy.events import NORMAL as _NORMAL
 
 Callback = Callable[[Any], None]
-NEVER = 1 << 62  # a report interval no run reaches
+NORMAL: Final = _NORMAL  # SimPy's priority of every event kernbench schedules
+# Bound as Finals: a compiled build reads a Final from a C static, a name imported
+# from another module from the module's dict on every call.
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+NEVER: Final = 1 << 62  # a report interval no run reaches
 
 
 class Fired(simpy.Event):
@@ -79,7 +84,7 @@ class LocalQueue:
         "now",
         "eid",
         "_queue",
-        "_counter",
+        "_next_eid",
         "_proxy",
         "_parked",
         "_inside",
@@ -94,7 +99,8 @@ class LocalQueue:
         self.now = 0.0
         self.eid = -1
         self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
-        self._counter = env._eid  # type: ignore[attr-defined]
+        # SimPy's eid counter, stepped directly (``next`` is a generic call when compiled)
+        self._next_eid: Callable[[], int] = env._eid.__next__  # type: ignore[attr-defined]
         self._proxy: tuple[float, int, Fired] | None = None  # the earliest one parked
         self._parked: dict[tuple[float, int], Fired] = {}  # every proxy in SimPy's queue
         self._inside = False  # running the queue (not starting a PE from outside)
@@ -108,14 +114,14 @@ class LocalQueue:
 
     def schedule(self, at: float, callback: Callback, arg: Any) -> None:
         """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
-        heappush(self.heap, (at, next(self._counter), callback, arg))
+        heappush(self.heap, (at, self._next_eid(), callback, arg))
 
     def run_inline(self, at: float, callback: Callback, arg: Any) -> bool:
         """Schedule ``callback(arg)`` at ``at`` — unless it would be the very next event:
         then it becomes the event being run and True tells the caller to go on with its
         work inline (no heap, no call). A fresh key loses every tie: keys already taken
         have smaller eids, so only a strictly earlier time comes first."""
-        eid = next(self._counter)
+        eid = self._next_eid()
         heap, queue = self.heap, self._queue
         if not self._inside or (heap and at >= heap[0][0]) or (queue and at >= queue[0][0]):
             heappush(heap, (at, eid, callback, arg))

@@ -24,17 +24,44 @@ bandwidth and one user, e.g. all ``local`` stream traffic — this is exactly
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping
+from operator import itemgetter
+from typing import Any
 
+from kernbench.sim.engines import Stage
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import Route
 
 PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, channel id or -1)
 # Told each request's start and completion: (request, start, completion).
 TraceCall = Callable[[PhysicalRequest, float, float], None]
+_end: Callable[[tuple[float, float]], float] = itemgetter(1)  # a hole's end
 
 
-class ReservationFabric:
+class DataPlane:
+    """What PE_DMA asks of a fabric model (reservation or fair share). A base class,
+    not a Protocol: the compiled build calls a native base class's method directly,
+    a Protocol's through Python's generic call (once per DMA stage)."""
+
+    def start(
+        self,
+        requests: list[PhysicalRequest],
+        routes: Mapping[str, Route],
+        issue: float,
+        transfer: Stage,
+        done: Callable[[Any], None],
+        trace: TraceCall | None = None,
+    ) -> float | None:
+        """Move ``requests`` issued at ``issue`` for the DMA stage ``transfer``: the
+        completion of what is timed at once (the stage's first part), or None; every
+        further part (``transfer.parts``) calls ``done(transfer)`` when it completes
+        (the fair fabric types the stage as the :class:`~kernbench.sim.flows.Transfer`
+        it reads)."""
+        raise NotImplementedError
+
+
+class ReservationFabric(DataPlane):
     """Per-link ``free_at`` times, holes and bytes carried (a link's busy time is its
     bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every reservation."""
 
@@ -63,7 +90,7 @@ class ReservationFabric:
         done: object,
         trace: TraceCall | None = None,
     ) -> float:
-        """The data plane's one entry (:class:`kernbench.sim.dma.DataPlane`): every
+        """The data plane's one entry (:class:`DataPlane`): every
         request is booked now, so the completion is final and the only part."""
         return self.book(requests, routes, issue, trace)
 
@@ -121,15 +148,23 @@ class ReservationFabric:
         return start
 
     def _earliest(self, i: int, t: float, hold: float, now: float) -> float:
-        """The earliest time >= ``t`` at which link ``i`` is free for ``hold`` ns."""
+        """The earliest time >= ``t`` at which link ``i`` is free for ``hold`` ns.
+
+        Holes are disjoint and sorted, so their ends ascend: one bisection drops those
+        behind every future request (ending by ``now``) and skips those that end before
+        ``t + hold``, which cannot hold it (a start ``s >= t`` has ``s + hold >= t +
+        hold`` in floats too). A 16-PE hotspot so looks at about one hole per link and
+        request, not the twenty or so before it."""
         holes = self.holes[i]
-        while holes and holes[0][1] <= now:  # behind every future request: forget it
-            holes.pop(0)
-            self._holed -= not holes
-        for a, b in holes:
-            s = a if a > t else t
-            if s + hold <= b:
-                return s
+        if holes:
+            if holes[0][1] <= now:
+                del holes[: bisect_right(holes, now, key=_end)]
+                self._holed -= not holes
+            for k in range(bisect_left(holes, t + hold, key=_end), len(holes)):
+                a, b = holes[k]
+                s = a if a > t else t
+                if s + hold <= b:
+                    return s
         return t if t > self.free_at[i] else self.free_at[i]
 
     def _take(self, i: int, start: float, stop: float, now: float) -> None:
@@ -142,7 +177,7 @@ class ReservationFabric:
             self.free_at[i] = stop
             return
         holes = self.holes[i]
-        k = next(k for k, (a, b) in enumerate(holes) if a <= start and stop <= b)
+        k = bisect_left(holes, stop, key=_end)  # the first ending at or after stop holds it
         a, b = holes.pop(k)
         rest = [(x, y) for x, y in ((a, start), (stop, b)) if y > x]
         holes[k:k] = rest

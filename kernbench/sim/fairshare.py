@@ -34,7 +34,7 @@ This module owns the arithmetic only: no time, no events (those are
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 # A rate below this many bytes/ns is rounding, never a real share: it is zero.
 NO_RATE = 1e-9
@@ -50,8 +50,10 @@ def progressive_fill(
     n = len(links)
     rate = [0.0] * n
     frozen = [False] * n
+    running = [False] * n  # its requester's active queue
     began = [0.0] * n  # the level at which each active queue started
-    # The component's links, numbered from 0 here (a topology has hundreds).
+    # The component's links, numbered from 0 here in order of first use (a topology
+    # has hundreds): the number breaks ties between links that saturate at one level.
     number: dict[int, int] = {}
     cap: list[float] = []
     users: list[list[int]] = []
@@ -71,9 +73,10 @@ def progressive_fill(
                 users[i].append(q)
             path.append(i)
         paths.append(path)
-        r = index.get(requesters[q])
+        who = requesters[q]
+        r = index.get(who)
         if r is None:
-            r = index[requesters[q]] = len(order)
+            r = index[who] = len(order)
             order.append([q])
         else:
             order[r].append(q)
@@ -85,53 +88,61 @@ def progressive_fill(
     active = [0] * nlinks
     starts = [0.0] * nlinks
     version = [0] * nlinks
-    heap: list[tuple[float, int, int]] = []
     at = [0] * len(order)
     for mine in order:  # every requester starts its oldest queue at level 0
+        running[mine[0]] = True
         for lk in paths[mine[0]]:
             active[lk] += 1
-    for lk in range(nlinks):
-        if active[lk]:
-            heappush(heap, (cap[lk] / active[lk], lk, 0))
+    heap = [(cap[lk] / active[lk], lk, 0) for lk in range(nlinks) if active[lk]]
+    heapify(heap)
     while heap:
         level, lk, v = heappop(heap)
         if v != version[lk]:
             continue
         version[lk] += 1  # saturated: no unfrozen queue crosses it any more
-        hit = [q for q in users[lk] if not frozen[q]]
+        hit = []  # the active queues it stops (the others freeze at zero)
+        for q in users[lk]:
+            if not frozen[q]:
+                frozen[q] = True
+                if running[q]:
+                    hit.append(q)
+        # Links whose key moved: each is pushed once, with its state after the last
+        # queue that touched it (what a push per touch would leave valid).
+        moved: list[int] = []
         for q in hit:
-            frozen[q] = True
-        for q in hit:
-            r = owner[q]
-            mine = order[r]
-            if at[r] == len(mine) or mine[at[r]] != q:
-                continue  # never started: it freezes at zero
+            running[q] = False
             share = level - began[q]
             if share <= NO_RATE:
                 share = 0.0
             rate[q] = share
+            b = began[q]
             for other in paths[q]:
                 if other != lk:
-                    k = active[other] - 1
-                    active[other] = k
-                    starts[other] -= began[q]
+                    active[other] -= 1
+                    starts[other] -= b
                     load[other] += share
-                    version[other] += 1
-                    if k:
-                        sat = (cap[other] - load[other] + starts[other]) / k
-                        heappush(heap, (sat, other, version[other]))
+                    if version[other] >= 0:
+                        version[other] = ~version[other]  # marked: re-key it below
+                        moved.append(other)
+            r = owner[q]
+            mine = order[r]
             i = at[r] + 1
             while i < len(mine) and frozen[mine[i]]:
                 i += 1
             at[r] = i
             if i < len(mine):
                 q = mine[i]
+                running[q] = True
                 began[q] = level
                 for other in paths[q]:
-                    k = active[other] + 1
-                    active[other] = k
+                    active[other] += 1
                     starts[other] += level
-                    version[other] += 1
-                    sat = (cap[other] - load[other] + starts[other]) / k
-                    heappush(heap, (sat, other, version[other]))
+                    if version[other] >= 0:
+                        version[other] = ~version[other]
+                        moved.append(other)
+        for other in moved:
+            v = version[other] = ~version[other] + 1
+            k = active[other]
+            if k:
+                heappush(heap, ((cap[other] - load[other] + starts[other]) / k, other, v))
     return rate

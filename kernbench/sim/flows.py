@@ -1,8 +1,9 @@
-"""The fair data plane's state: flows, queues and requesters (DESIGN §3.2).
+"""The fair data plane's state: flows, queues, requesters and components (DESIGN §3.2).
 
 A *flow* is one physical request in the fluid model; a *queue* is one requester's
 requests on one route (arithmetic bookings while the requester has its links to
-itself, flows otherwise); a *requester* is one PE's DMA with its queues. Plain
+itself, flows otherwise); a *requester* is one PE's DMA with its queues; a
+*component* is the queues a recomputation found connected through shared links. Plain
 records with slots: :mod:`kernbench.sim.fair_fabric` moves them through time and
 :mod:`kernbench.sim.fairshare` sets their rates; this module owns no behaviour
 beyond their constructors and two questions about a queue.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, Protocol
 
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
@@ -46,6 +48,7 @@ class Flow:
         "done",
         "req",
         "trace",
+        "then",
     )
 
     def __init__(
@@ -70,6 +73,7 @@ class Flow:
         self.done = done
         self.req = req
         self.trace = trace
+        self.then: Flow | None = None  # joins in the same event, right after it
 
 
 class Queue:
@@ -88,6 +92,7 @@ class Queue:
         "fluid",
         "holds",
         "stamp",
+        "head",
         "moved",
         "booked",
         "free_at",
@@ -107,7 +112,8 @@ class Queue:
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
-        self.stamp = 0  # the last recomputation that covered it
+        self.stamp = 0  # the last component search that found it
+        self.head = 0  # its age: its oldest joined request's sequence number
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first, flat:
         # BOOKING fields each (drained at, start, nbytes, issue, sequence number,
@@ -135,6 +141,18 @@ class Requester:
         self.done = done  # its DMA's completion callback
 
 
+class Component:
+    """Queues connected through shared links, as found under one layout of joined
+    queues (the fabric's count of entries and exits when it searched)."""
+
+    __slots__ = ("layout", "queues", "stamp")
+
+    def __init__(self, layout: int, queues: list[Queue]) -> None:
+        self.layout = layout
+        self.queues = queues
+        self.stamp = 0  # the last recomputation that took it
+
+
 BOOKING = 6  # fields per booking in Queue.booked
 
 
@@ -143,6 +161,5 @@ def draining(queue: Queue, now: float) -> bool:
     return queue.free_at + queue.latency > now
 
 
-def age(queue: Queue) -> int:
-    """A queue's age: its oldest joined request's sequence number."""
-    return queue.flows[0].seq
+# A queue's age, as a sort key read in C (a solve sorts every queue it covers).
+age: Callable[[Queue], int] = attrgetter("head")

@@ -46,39 +46,37 @@ class Job:
         self.retired = False
 
 
-_NO_STAGES: list[Stage] = []  # a DmaOp's dependents: nothing is generated after it
-
-
 class DmaOp(Stage):
     """A primitive DMA command in flight (the fast path, ``sim.fast_dma``): its Job and
-    its one Stage in one record, so engines, fabrics and the trace read it as a stage
-    (``op.job`` is the op itself) and the tile hazards of later commands as a job.
-    A Stage subclass so that the compiled build's typed engines take it (setup.py)."""
+    its one Stage in one record. Engines, fabrics and the trace read it as the stage it
+    is; the tile hazards of later commands read it as a
+    job (``id``, ``cmd``, ``waiters``, ``retired``, as :class:`Job` has them). Its
+    ``job`` is None, not itself: a record that refers to itself is a reference cycle,
+    which only the cyclic GC frees (a gen-0 collection every few hundred accesses)."""
 
     __slots__ = ("id", "cmd", "waiters", "retired")
 
     def __init__(
         self, op_id: int, cmd: PeCommand, engine: Engine, direction: str, addr: int, nbytes: int
     ) -> None:
-        self.id = op_id
-        self.cmd = cmd
-        self.waiters: list[Stage] = []
-        self.retired = False
+        # Stage's fields set here, not through Stage.__init__: one of these is made per
+        # stream access, and the extra call was a tenth of the access's cost.
         self.engine = engine
+        self.job = None  # it is its own job
         self.duration_ns = 0.0
         self.direction = direction
         self.addr = addr
         self.nbytes = nbytes
         self.deps_left = 0
-        self.dependents = _NO_STAGES
+        self.dependents: list[Stage] = []  # nothing is generated after a primitive DMA
         self.parts = 1
+        self.id = op_id
+        self.cmd = cmd
+        self.waiters: list[Stage] = []
+        self.retired = False
 
-    @property
-    def job(self) -> DmaOp:
-        return self
 
-
-# What holds a queue slot and the tile hazards of later commands.
+# What tile hazards hold: a command still in flight, general or fast path.
 InFlight = Job | DmaOp
 
 
@@ -96,6 +94,8 @@ class TileUse:
 class PeScheduler:
     """Turns commands into engine stages and retires them in any order."""
 
+    dma: Engine  # the PE's DMA engine, from ``connect``
+
     def __init__(
         self,
         pe_index: int,
@@ -108,7 +108,6 @@ class PeScheduler:
     ) -> None:
         self.pe_index = pe_index
         self.engines: dict[str, Engine] = {}
-        self.dma: Engine | None = None
         self.depth = depth
         self.buffers = composite_buffers
         self.gemm_ns_per_flop = gemm_ns_per_flop
@@ -133,35 +132,39 @@ class PeScheduler:
     def submit(self, cmd: PeCommand, now: float) -> InFlight:
         """Accept a command at ``now`` (the caller checked that ``in_flight < depth``)
         and start what is ready."""
-        kind = type(cmd)
-        if self.fast_dma and (kind is DmaReadCmd or kind is DmaWriteCmd):
-            return self._submit_dma(cmd, kind is DmaReadCmd, now)  # type: ignore[arg-type]
+        # The DMA kinds (one per stream access) are spelled out: this is the
+        # simulator's hottest path.
+        if self.fast_dma:
+            if type(cmd) is DmaReadCmd:
+                op = DmaOp(self.jobs_submitted, cmd, self.dma, READ, cmd.src_addr, cmd.nbytes)
+                return self._submit_dma(op, cmd.dst.id, True, now)
+            if type(cmd) is DmaWriteCmd:
+                op = DmaOp(self.jobs_submitted, cmd, self.dma, WRITE, cmd.dst_addr, cmd.nbytes)
+                return self._submit_dma(op, cmd.src.id, False, now)
         job = Job(self.jobs_submitted, cmd)
         self.jobs_submitted += 1
         self.in_flight += 1
-        if kind is CompositeCmd:
-            self._submit_composite(cmd, job, now)  # type: ignore[arg-type]
+        if isinstance(cmd, CompositeCmd):
+            self._submit_composite(cmd, job, now)
             return job
-        # A primitive command is one stage, gated by its hazards. The DMA kinds (one
-        # per stream access) are spelled out: this is the simulator's hottest path.
-        if kind is DmaReadCmd:
-            stage = Stage(self.dma, job, 0.0, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
-            blockers = self._dma_hazards(cmd.dst.id, job, True)  # type: ignore[union-attr]
-        elif kind is DmaWriteCmd:
-            stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
-            blockers = self._dma_hazards(cmd.src.id, job, False)  # type: ignore[union-attr]
-        elif kind is DmaStridedReadCmd or kind is DmaStridedWriteCmd:
-            self._submit_strided(cmd, job, now)  # type: ignore[arg-type]
+        if isinstance(cmd, (DmaStridedReadCmd, DmaStridedWriteCmd)):
+            self._submit_strided(cmd, job, now)
             return job
+        # A primitive command is one stage, gated by its hazards.
+        if type(cmd) is DmaReadCmd:
+            stage = Stage(self.dma, job, 0.0, READ, cmd.src_addr, cmd.nbytes)
+            stage.deps_left = self._dma_hazards(cmd.dst.id, job, (stage,), True)
+        elif type(cmd) is DmaWriteCmd:
+            stage = Stage(self.dma, job, 0.0, WRITE, cmd.dst_addr, cmd.nbytes)
+            stage.deps_left = self._dma_hazards(cmd.src.id, job, (stage,), False)
         else:
             stage = self._compute_stage(cmd, job)
-            blockers = self._hazards(cmd, job)
+            for b in self._hazards(cmd, job):
+                stage.deps_left += 1
+                b.waiters.append(stage)
         job.stages_left = 1
-        for b in blockers:
-            stage.deps_left += 1
-            b.waiters.append(stage)
         if self.oplog is not None:
-            self.oplog.add(now, self.pe_index, "submit", job.id, kind.__name__)
+            self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
         # Only the engine that got the stage can have something new to issue: every
         # other head waits for a dependence or a slot, and is pumped when released.
         engine = stage.engine
@@ -169,40 +172,38 @@ class PeScheduler:
         engine.pump(now)
         return job
 
-    def _submit_dma(self, cmd: DmaReadCmd | DmaWriteCmd, read: bool, now: float) -> DmaOp:
-        """The fast path of a primitive DMA command: one record, hazards counted in
-        place, and issued at once when the DMA engine would issue it first."""
-        dma = self.dma
-        if read:
-            op = DmaOp(self.jobs_submitted, cmd, dma, READ, cmd.src_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
-            tile = cmd.dst.id  # type: ignore[union-attr]
-        else:
-            op = DmaOp(self.jobs_submitted, cmd, dma, WRITE, cmd.dst_addr, cmd.nbytes)  # type: ignore[union-attr, arg-type]
-            tile = cmd.src.id  # type: ignore[union-attr]
+    def _submit_dma(self, op: DmaOp, tile: int, writes: bool, now: float) -> DmaOp:
+        """The fast path of a primitive DMA command: one record, and issued at once
+        when the DMA engine would issue it first (nothing queued, a slot free, no
+        hazard)."""
         self.jobs_submitted += 1
         self.in_flight += 1
-        op.deps_left = deps = self._op_hazards(op, tile, read)
+        op.deps_left = deps = self._dma_hazards(tile, op, (op,), writes)
         if self.oplog is not None:
-            self.oplog.add(now, self.pe_index, "submit", op.id, type(cmd).__name__)
-        fifo = dma.fifo  # type: ignore[union-attr]
-        if deps or fifo or dma.in_flight >= dma.slots:  # type: ignore[union-attr]
-            fifo.append(op)  # type: ignore[arg-type]
-            dma.pump(now)  # type: ignore[union-attr]
+            self.oplog.add(now, self.pe_index, "submit", op.id, type(op.cmd).__name__)
+        dma = self.dma
+        fifo = dma.fifo
+        if deps or fifo or dma.in_flight >= dma.slots:
+            fifo.append(op)
+            dma.pump(now)
         else:
-            dma.issue(op, now)  # type: ignore[union-attr, arg-type]
+            dma.issue(op, now)
         return op
 
-    def _op_hazards(self, op: DmaOp, tile: int, writes: bool) -> int:
-        """``_dma_hazards`` for a DmaOp: registers it with each unretired blocker
-        (writer, then readers when it writes the tile, then the tile's DMA; each once)
-        and returns how many there are."""
+    def _dma_hazards(
+        self, tile: int, job: InFlight, waiters: tuple[Stage, ...], writes: bool
+    ) -> int:
+        """The tile hazards of a DMA command, which reads or writes one tile and holds
+        it as its DMA endpoint: ``waiters`` (its stages) wait on each unretired blocker
+        — the tile's writer; its readers when the command writes the tile; the tile's
+        DMA — counted once each; returns how many there are. Records ``job``'s use."""
         use = self._tiles.get(tile)
         if use is None:
             use = self._tiles[tile] = TileUse()
         deps = 0
         writer = use.writer
         if writer is not None and not writer.retired:
-            writer.waiters.append(op)  # type: ignore[arg-type]
+            writer.waiters += waiters
             deps = 1
         else:
             writer = None
@@ -213,20 +214,21 @@ class PeScheduler:
                 for r in readers:
                     if not r.retired and r not in seen:
                         seen.append(r)
-                        r.waiters.append(op)  # type: ignore[arg-type]
+                        r.waiters += waiters
                         deps += 1
                 use.readers = []
-            use.writer = op  # type: ignore[assignment]
+            use.writer = job
         elif readers:
+            # Retired readers never block again: drop them so the list stays short.
             use.readers = [r for r in readers if not r.retired]
-            use.readers.append(op)  # type: ignore[arg-type]
+            use.readers.append(job)
         else:
-            use.readers = [op]  # type: ignore[list-item]
+            use.readers = [job]
         d = use.dma
         if d is not None and not d.retired and d is not writer and not (writes and d in readers):
-            d.waiters.append(op)  # type: ignore[arg-type]
+            d.waiters += waiters
             deps += 1
-        use.dma = op  # type: ignore[assignment]
+        use.dma = job
         return deps
 
     def _submit_composite(self, cmd: CompositeCmd, job: Job, now: float) -> None:
@@ -255,30 +257,32 @@ class PeScheduler:
             direction, base, tile = READ, cmd.src_addr, cmd.dst
         else:
             direction, base, tile = WRITE, cmd.dst_addr, cmd.src
-        blockers = self._dma_hazards(tile.id, job, direction == READ)
         job.stages_left = cmd.rows
-        for r in range(cmd.rows):
-            addr = base + r * cmd.stride_bytes
-            stage = Stage(self.dma, job, 0.0, direction, addr, cmd.row_bytes)  # type: ignore[arg-type]
-            stage.deps_left += len(blockers)
-            for b in blockers:
-                b.waiters.append(stage)
-            self.dma.fifo.append(stage)  # type: ignore[union-attr]
+        dma = self.dma
+        rows = tuple(
+            Stage(dma, job, 0.0, direction, base + r * cmd.stride_bytes, cmd.row_bytes)
+            for r in range(cmd.rows)
+        )
+        deps = self._dma_hazards(tile.id, job, rows, direction == READ)
+        for stage in rows:
+            stage.deps_left = deps
+        dma.fifo.extend(rows)
         if self.oplog is not None:
             self.oplog.add(now, self.pe_index, "submit", job.id, type(cmd).__name__)
-        self.dma.pump(now)  # type: ignore[union-attr]
+        dma.pump(now)
 
     def stage_done(self, stage: Stage, now: float) -> None:
         """Engine callback: release dependents; retire the job when its last stage ends."""
         if type(stage) is DmaOp:
-            job: Job | DmaOp = stage  # its own job, and its only stage
+            job: InFlight = stage  # its own job, and its only stage
         else:
             if stage.dependents:
                 _release(stage.dependents, now)
-            job = stage.job
-            job.stages_left -= 1  # type: ignore[union-attr]
-            if job.stages_left:  # type: ignore[union-attr]
+            owner: Job = stage.job
+            owner.stages_left -= 1
+            if owner.stages_left:
                 return
+            job = owner
         job.retired = True
         self.in_flight -= 1
         if self.oplog is not None:
@@ -310,28 +314,6 @@ class PeScheduler:
             use.writer, use.readers = job, []
         return found
 
-    def _dma_hazards(self, tile: int, job: Job, writes: bool) -> list[InFlight]:
-        """The same rules for a DMA command, which reads or writes one tile and holds
-        it as its DMA endpoint."""
-        use = self._tiles.get(tile)
-        if use is None:
-            use = self._tiles[tile] = TileUse()
-        found: list[InFlight] = []
-        writer = use.writer
-        if writer is not None and not writer.retired:
-            found.append(writer)
-        if writes:
-            if use.readers:
-                for r in use.readers:
-                    _add(found, r)
-                use.readers = []
-            use.writer = job
-        else:
-            self._read_by(use, job)
-        _add(found, use.dma)
-        use.dma = job
-        return found
-
     def _use(self, tile: int) -> TileUse:
         use = self._tiles.get(tile)
         if use is None:
@@ -339,7 +321,7 @@ class PeScheduler:
         return use
 
     @staticmethod
-    def _read_by(use: TileUse, job: Job) -> None:
+    def _read_by(use: TileUse, job: InFlight) -> None:
         # Retired readers never block again: drop them so the list stays short.
         use.readers = [r for r in use.readers if not r.retired]
         use.readers.append(job)
@@ -347,12 +329,11 @@ class PeScheduler:
     # -- expansion ---------------------------------------------------------------
     def _compute_stage(self, cmd: PeCommand, job: Job) -> Stage:
         """The one stage of a primitive compute command."""
-        kind = type(cmd)
-        if kind is GemmCmd:
-            return Stage(self.engines["gemm"], job, cmd.flops * self.gemm_ns_per_flop)  # type: ignore[union-attr]
-        if kind is MathCmd:
-            return Stage(self.engines["math"], job, cmd.elements * self.math_ns_per_elem)  # type: ignore[union-attr]
-        raise TypeError(f"PE_SCHEDULER cannot run {kind.__name__}")
+        if type(cmd) is GemmCmd:
+            return Stage(self.engines["gemm"], job, cmd.flops * self.gemm_ns_per_flop)
+        if type(cmd) is MathCmd:
+            return Stage(self.engines["math"], job, cmd.elements * self.math_ns_per_elem)
+        raise TypeError(f"PE_SCHEDULER cannot run {type(cmd).__name__}")
 
     def _op_work(self, op: OpSpec, tiles: int) -> tuple[Engine, float]:
         """The engine of one of a composite's ops, and its duration on one tile."""
@@ -397,7 +378,7 @@ class PeScheduler:
 
     def _chunk_stage(self, m: MemRef, direction: str, tiles: int, t: int, job: Job) -> Stage:
         lo, hi = _chunk(m.nbytes, tiles, t), _chunk(m.nbytes, tiles, t + 1)
-        return Stage(self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo)  # type: ignore[arg-type]
+        return Stage(self.dma, job, direction=direction, addr=m.addr + lo, nbytes=hi - lo)
 
 
 def _release(waiting: list[Stage], now: float) -> None:

@@ -19,7 +19,7 @@ from kernbench.config.schema import AddressModel, FabricModel, KernBenchConfig
 from kernbench.sim.control import ControlPlane
 from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
-from kernbench.sim.dma import DataPlane, DmaEngine, TraceSink
+from kernbench.sim.dma import DmaEngine, TraceSink
 from kernbench.sim.engines import Engine
 from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fabric import ReservationFabric
@@ -103,7 +103,7 @@ class System:
         self.graph = build_graph(topo, with_mmu=cfg.address.model is AddressModel.va)
         self.router = Router(self.graph)
         self.events = LocalQueue(self.env)  # every PE pipeline's events
-        self.fabric: DataPlane
+        self.fabric: ReservationFabric | FairFabric
         if cfg.sim.fabric is FabricModel.reservation:
             self.fabric = ReservationFabric(
                 self.graph, mm.hbm_access_latency_ns, record=record_links

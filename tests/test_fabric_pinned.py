@@ -1,0 +1,683 @@
+"""Both fabric models' results pinned bit for bit (issue 23's contention-path speed work
+must not move a figure): per stream point, a digest of the run's metrics row, its whole
+op log and, on every other point, its trace rows (a trace turns the fair fabric's fast
+path off, so both paths are pinned); the same for both GQA kernels; and the link
+stretches and completion times of the fair fabric driven directly on random traffic
+(flows only, and with the fast path). Triton launches are pinned by
+``tests/test_triton_pinned.py``.
+
+The digests were recorded with the code before the speed work (``python
+tests/test_fabric_pinned.py`` prints them). A digest that moves means a result moved:
+a change that is exact only up to float rounding shows here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import random
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kernbench import simulate
+from kernbench.config.schema import ExecPath, FabricModel, StreamPattern
+from kernbench.config.validate import validate
+from tests.support import make_cfg
+from tests.test_cost_model import gqa_cfg
+from tests.test_fair_properties import drive, topology
+
+FABRICS = ("fair", "reservation")
+MAPPINGS = ("n:1", "1:1")
+PATTERNS = ("local", "neighbor", "hotspot", "uniform", "cross_cube")
+SIZES = (512, 2048, 65536)
+OUTSTANDING = (1, 4)
+PES = (1, 16)
+MODELS = ("pa", "va", "la")
+OPS = ("read", "write", "copy")
+
+
+def stream_points() -> list[tuple[object, ...]]:
+    """Every fabric x mapping x pattern x access size x depth x PE count. Four switches
+    rotate over the points: the address model, the op, dispatch cost (free dispatch
+    puts many requests at one instant) and the trace."""
+    grid = itertools.product(FABRICS, MAPPINGS, PATTERNS, SIZES, OUTSTANDING, PES)
+    return [(*p, MODELS[k % 3], OPS[k % 5 % 3], k % 4 < 2, k % 2 == 0) for k, p in enumerate(grid)]
+
+
+def stream_digest(
+    tmp: Path, fabric, mapping, pattern, size, outstanding, pes, model, op, zero_cost, trace
+) -> str:
+    accesses = 4 if size == 65536 else 12
+    cfg = make_cfg(
+        one_to_one=mapping == "1:1",
+        zero_cost=zero_cost,
+        model=model,
+        fabric=fabric,
+        op=op,
+        access_bytes=size,
+        bytes_per_pe=size * accesses,
+        outstanding=outstanding,
+        active_pes=pes,
+        pattern=StreamPattern(pattern),
+    )
+    return run_digest(tmp, cfg, trace)
+
+
+def run_digest(tmp: Path, cfg, trace: bool) -> str:
+    cfg.sim = dataclasses.replace(cfg.sim, oplog=True, trace=trace)
+    path = tmp / "trace.parquet"
+    result = simulate.run(cfg, path)
+    h = hashlib.sha256()
+    h.update(repr(sorted(result.metrics.items())).encode())
+    h.update(repr(result.oplog).encode())
+    assert result.oplog
+    if trace:
+        rows = pq.read_table(path).to_pylist()
+        assert rows
+        h.update(repr(rows).encode())
+    return h.hexdigest()[:16]
+
+
+GQA_POINTS = [
+    (name, fabric, trace)
+    for name in ("gqa_opt2", "gqa_opt3")
+    for fabric in FABRICS
+    for trace in (False, True)
+]
+
+
+def gqa_digest(tmp: Path, name: str, fabric: str, trace: bool) -> str:
+    cfg = gqa_cfg(name, seq_tokens=512, exec_path=ExecPath.replay.value)
+    cfg.sim.fabric = FabricModel(fabric)
+    return run_digest(tmp, validate(cfg), trace)
+
+
+DRIVEN = [(seed, one_to_one, fast) for seed in range(4) for one_to_one in (False, True)
+          for fast in (False, True)]  # fmt: skip
+
+
+def driven_digest(seed: int, one_to_one: bool, fast: bool) -> str:
+    """Random requests issued straight into the fair fabric: every transfer's
+    completion, and without the fast path every link stretch (time, rate) recorded."""
+    rng = random.Random(seed)
+    graph = topology(4, 2, 2, one_to_one)
+    reqs = [
+        (rng.randrange(8), rng.randrange(8), rng.randrange(6), rng.choice((256, 2048, 9000)),
+         rng.choice((0.0, 0.0, 3.5, 40.0)))
+        for _ in range(60)
+    ]  # fmt: skip
+    fabric, ends = drive(graph, reqs, fast=fast, record=not fast)  # recording: no fast path
+    h = hashlib.sha256()
+    h.update(repr(ends).encode())
+    h.update(repr(fabric.segments).encode())
+    h.update(repr(fabric.bytes_carried).encode())
+    return h.hexdigest()[:16]
+
+
+PINNED: dict[tuple[object, ...], str] = {
+    ("fair", "n:1", "local", 512, 1, 1, "pa", "read", True, True): "9ec0e971eb20a993",
+    ("fair", "n:1", "local", 512, 1, 16, "va", "write", True, False): "ff65ce88bd129d54",
+    ("fair", "n:1", "local", 512, 4, 1, "la", "copy", False, True): "bf4c6927a006e897",
+    ("fair", "n:1", "local", 512, 4, 16, "pa", "read", False, False): "3ccc591ced29be88",
+    ("fair", "n:1", "local", 2048, 1, 1, "va", "write", True, True): "71c5348a0c3520bf",
+    ("fair", "n:1", "local", 2048, 1, 16, "la", "read", True, False): "90493fd5edf11528",
+    ("fair", "n:1", "local", 2048, 4, 1, "pa", "write", False, True): "e96fcfee3936bcde",
+    ("fair", "n:1", "local", 2048, 4, 16, "va", "copy", False, False): "87c558bad881e4be",
+    ("fair", "n:1", "local", 65536, 1, 1, "la", "read", True, True): "60c20049e6783041",
+    ("fair", "n:1", "local", 65536, 1, 16, "pa", "write", True, False): "0a2e1236224f2f22",
+    ("fair", "n:1", "local", 65536, 4, 1, "va", "read", False, True): "406e7b8aa3c9e014",
+    ("fair", "n:1", "local", 65536, 4, 16, "la", "write", False, False): "bf953ae19164bb4c",
+    ("fair", "n:1", "neighbor", 512, 1, 1, "pa", "copy", True, True): "edd2ee160d24773f",
+    ("fair", "n:1", "neighbor", 512, 1, 16, "va", "read", True, False): "be1d732ee9d910a8",
+    ("fair", "n:1", "neighbor", 512, 4, 1, "la", "write", False, True): "3811d07426af79fc",
+    ("fair", "n:1", "neighbor", 512, 4, 16, "pa", "read", False, False): "8cc69939890c4ddf",
+    ("fair", "n:1", "neighbor", 2048, 1, 1, "va", "write", True, True): "84859c021ddc551a",
+    ("fair", "n:1", "neighbor", 2048, 1, 16, "la", "copy", True, False): "8eb430f6ed82ee7a",
+    ("fair", "n:1", "neighbor", 2048, 4, 1, "pa", "read", False, True): "221f2da6ddaefe09",
+    ("fair", "n:1", "neighbor", 2048, 4, 16, "va", "write", False, False): "0d6afda9d3bb41b8",
+    ("fair", "n:1", "neighbor", 65536, 1, 1, "la", "read", True, True): "63a8618616b71b31",
+    ("fair", "n:1", "neighbor", 65536, 1, 16, "pa", "write", True, False): "3101303c66449a1e",
+    ("fair", "n:1", "neighbor", 65536, 4, 1, "va", "copy", False, True): "e0d5e9050c3b90d2",
+    ("fair", "n:1", "neighbor", 65536, 4, 16, "la", "read", False, False): "045a2cbd68bdb4f2",
+    ("fair", "n:1", "hotspot", 512, 1, 1, "pa", "write", True, True): "2421629b984b1cb6",
+    ("fair", "n:1", "hotspot", 512, 1, 16, "va", "read", True, False): "ad6e95aff3bb9fb6",
+    ("fair", "n:1", "hotspot", 512, 4, 1, "la", "write", False, True): "d6aa23bb4f5ebc0a",
+    ("fair", "n:1", "hotspot", 512, 4, 16, "pa", "copy", False, False): "f85bc0ab8e8ab4ad",
+    ("fair", "n:1", "hotspot", 2048, 1, 1, "va", "read", True, True): "3df528935ad0b45e",
+    ("fair", "n:1", "hotspot", 2048, 1, 16, "la", "write", True, False): "e13a2e72ff35eb67",
+    ("fair", "n:1", "hotspot", 2048, 4, 1, "pa", "read", False, True): "c7f2e02fb4c19e75",
+    ("fair", "n:1", "hotspot", 2048, 4, 16, "va", "write", False, False): "363a9ba5ce53863c",
+    ("fair", "n:1", "hotspot", 65536, 1, 1, "la", "copy", True, True): "c3a98330d5d5cbad",
+    ("fair", "n:1", "hotspot", 65536, 1, 16, "pa", "read", True, False): "5d7bd0763432e62f",
+    ("fair", "n:1", "hotspot", 65536, 4, 1, "va", "write", False, True): "dedebe2b586fa910",
+    ("fair", "n:1", "hotspot", 65536, 4, 16, "la", "read", False, False): "98c5fa94962e2d0a",
+    ("fair", "n:1", "uniform", 512, 1, 1, "pa", "write", True, True): "a3e15411b6e9d99d",
+    ("fair", "n:1", "uniform", 512, 1, 16, "va", "copy", True, False): "e081de44c26489f5",
+    ("fair", "n:1", "uniform", 512, 4, 1, "la", "read", False, True): "e7c27fd4255a5edd",
+    ("fair", "n:1", "uniform", 512, 4, 16, "pa", "write", False, False): "df491ec29840d40d",
+    ("fair", "n:1", "uniform", 2048, 1, 1, "va", "read", True, True): "94f6d35f472bd390",
+    ("fair", "n:1", "uniform", 2048, 1, 16, "la", "write", True, False): "0d44b1fcd5a02b4a",
+    ("fair", "n:1", "uniform", 2048, 4, 1, "pa", "copy", False, True): "238927fd99e71f54",
+    ("fair", "n:1", "uniform", 2048, 4, 16, "va", "read", False, False): "8548282a7d42a593",
+    ("fair", "n:1", "uniform", 65536, 1, 1, "la", "write", True, True): "6039fae077482071",
+    ("fair", "n:1", "uniform", 65536, 1, 16, "pa", "read", True, False): "83c57135dac349e7",
+    ("fair", "n:1", "uniform", 65536, 4, 1, "va", "write", False, True): "ff5249eb97ef5af9",
+    ("fair", "n:1", "uniform", 65536, 4, 16, "la", "copy", False, False): "d3379a8e9231012f",
+    ("fair", "n:1", "cross_cube", 512, 1, 1, "pa", "read", True, True): "8bf62b2317605a1e",
+    ("fair", "n:1", "cross_cube", 512, 1, 16, "va", "write", True, False): "a9cbe7871da00944",
+    ("fair", "n:1", "cross_cube", 512, 4, 1, "la", "read", False, True): "552f15c15b37c3f4",
+    ("fair", "n:1", "cross_cube", 512, 4, 16, "pa", "write", False, False): "e106bd0cd22d5a1b",
+    ("fair", "n:1", "cross_cube", 2048, 1, 1, "va", "copy", True, True): "f86799ba46ecffd7",
+    ("fair", "n:1", "cross_cube", 2048, 1, 16, "la", "read", True, False): "c13152553f16eab4",
+    ("fair", "n:1", "cross_cube", 2048, 4, 1, "pa", "write", False, True): "b37d43c50d65210f",
+    ("fair", "n:1", "cross_cube", 2048, 4, 16, "va", "read", False, False): "e9506346c076c039",
+    ("fair", "n:1", "cross_cube", 65536, 1, 1, "la", "write", True, True): "1acc97a9274b3f50",
+    ("fair", "n:1", "cross_cube", 65536, 1, 16, "pa", "copy", True, False): "53a30e3c387d84af",
+    ("fair", "n:1", "cross_cube", 65536, 4, 1, "va", "read", False, True): "5b5bbe50436b9564",
+    ("fair", "n:1", "cross_cube", 65536, 4, 16, "la", "write", False, False): "954353ffdb9083e8",
+    ("fair", "1:1", "local", 512, 1, 1, "pa", "read", True, True): "c82fb445143ac7a3",
+    ("fair", "1:1", "local", 512, 1, 16, "va", "write", True, False): "a75845e55c25d8fe",
+    ("fair", "1:1", "local", 512, 4, 1, "la", "copy", False, True): "655186309afe8608",
+    ("fair", "1:1", "local", 512, 4, 16, "pa", "read", False, False): "04f85fcf18660fd9",
+    ("fair", "1:1", "local", 2048, 1, 1, "va", "write", True, True): "cd93747b5c26ec2a",
+    ("fair", "1:1", "local", 2048, 1, 16, "la", "read", True, False): "ef1ccadc623bc714",
+    ("fair", "1:1", "local", 2048, 4, 1, "pa", "write", False, True): "91acb2de5fbd6627",
+    ("fair", "1:1", "local", 2048, 4, 16, "va", "copy", False, False): "9cd9d5c351ed9c99",
+    ("fair", "1:1", "local", 65536, 1, 1, "la", "read", True, True): "5ec1bc160d42514e",
+    ("fair", "1:1", "local", 65536, 1, 16, "pa", "write", True, False): "62caeaf9a6ca06de",
+    ("fair", "1:1", "local", 65536, 4, 1, "va", "read", False, True): "bb250463813951e2",
+    ("fair", "1:1", "local", 65536, 4, 16, "la", "write", False, False): "385e8dde3df50f66",
+    ("fair", "1:1", "neighbor", 512, 1, 1, "pa", "copy", True, True): "d4f44ef1dcbec217",
+    ("fair", "1:1", "neighbor", 512, 1, 16, "va", "read", True, False): "9cf0a3b1d775327a",
+    ("fair", "1:1", "neighbor", 512, 4, 1, "la", "write", False, True): "68c160b21c54f17c",
+    ("fair", "1:1", "neighbor", 512, 4, 16, "pa", "read", False, False): "81157d576f1a2b2b",
+    ("fair", "1:1", "neighbor", 2048, 1, 1, "va", "write", True, True): "4472bd007fbad7ca",
+    ("fair", "1:1", "neighbor", 2048, 1, 16, "la", "copy", True, False): "8eb430f6ed82ee7a",
+    ("fair", "1:1", "neighbor", 2048, 4, 1, "pa", "read", False, True): "5f51fe516c36b583",
+    ("fair", "1:1", "neighbor", 2048, 4, 16, "va", "write", False, False): "0d6afda9d3bb41b8",
+    ("fair", "1:1", "neighbor", 65536, 1, 1, "la", "read", True, True): "6ee5b7e4f300f048",
+    ("fair", "1:1", "neighbor", 65536, 1, 16, "pa", "write", True, False): "3101303c66449a1e",
+    ("fair", "1:1", "neighbor", 65536, 4, 1, "va", "copy", False, True): "273295adc0eae460",
+    ("fair", "1:1", "neighbor", 65536, 4, 16, "la", "read", False, False): "045a2cbd68bdb4f2",
+    ("fair", "1:1", "hotspot", 512, 1, 1, "pa", "write", True, True): "a5fe0b188c583506",
+    ("fair", "1:1", "hotspot", 512, 1, 16, "va", "read", True, False): "8c492cee159b2061",
+    ("fair", "1:1", "hotspot", 512, 4, 1, "la", "write", False, True): "7e5c71994bc66149",
+    ("fair", "1:1", "hotspot", 512, 4, 16, "pa", "copy", False, False): "3127b07d16a498b0",
+    ("fair", "1:1", "hotspot", 2048, 1, 1, "va", "read", True, True): "aee7aa61af0d59af",
+    ("fair", "1:1", "hotspot", 2048, 1, 16, "la", "write", True, False): "8bf7735c5d8ae3f9",
+    ("fair", "1:1", "hotspot", 2048, 4, 1, "pa", "read", False, True): "d3aed256422929c8",
+    ("fair", "1:1", "hotspot", 2048, 4, 16, "va", "write", False, False): "d4052272cc1b80a2",
+    ("fair", "1:1", "hotspot", 65536, 1, 1, "la", "copy", True, True): "0cecf3f0db781444",
+    ("fair", "1:1", "hotspot", 65536, 1, 16, "pa", "read", True, False): "a0c40ef84e34671c",
+    ("fair", "1:1", "hotspot", 65536, 4, 1, "va", "write", False, True): "ac65b8b0267fdcbe",
+    ("fair", "1:1", "hotspot", 65536, 4, 16, "la", "read", False, False): "5891ac9aea9ffe89",
+    ("fair", "1:1", "uniform", 512, 1, 1, "pa", "write", True, True): "6c42327ab8553988",
+    ("fair", "1:1", "uniform", 512, 1, 16, "va", "copy", True, False): "21627dc0dcc2e077",
+    ("fair", "1:1", "uniform", 512, 4, 1, "la", "read", False, True): "e1a012f7b6464b15",
+    ("fair", "1:1", "uniform", 512, 4, 16, "pa", "write", False, False): "57d6d63f61d0c242",
+    ("fair", "1:1", "uniform", 2048, 1, 1, "va", "read", True, True): "f8d5c8b971fe828d",
+    ("fair", "1:1", "uniform", 2048, 1, 16, "la", "write", True, False): "0a60a4daaf8272a0",
+    ("fair", "1:1", "uniform", 2048, 4, 1, "pa", "copy", False, True): "2836c1fe7ff3bb51",
+    ("fair", "1:1", "uniform", 2048, 4, 16, "va", "read", False, False): "2a6badf0f32889bd",
+    ("fair", "1:1", "uniform", 65536, 1, 1, "la", "write", True, True): "daa77cd95d380239",
+    ("fair", "1:1", "uniform", 65536, 1, 16, "pa", "read", True, False): "8538c40d56d08958",
+    ("fair", "1:1", "uniform", 65536, 4, 1, "va", "write", False, True): "48dedc911346ba64",
+    ("fair", "1:1", "uniform", 65536, 4, 16, "la", "copy", False, False): "d59b224a5da36ab4",
+    ("fair", "1:1", "cross_cube", 512, 1, 1, "pa", "read", True, True): "68cd55fcbf172685",
+    ("fair", "1:1", "cross_cube", 512, 1, 16, "va", "write", True, False): "a9cbe7871da00944",
+    ("fair", "1:1", "cross_cube", 512, 4, 1, "la", "read", False, True): "b5113bd2cfce8bea",
+    ("fair", "1:1", "cross_cube", 512, 4, 16, "pa", "write", False, False): "e106bd0cd22d5a1b",
+    ("fair", "1:1", "cross_cube", 2048, 1, 1, "va", "copy", True, True): "f3130383471b0ce2",
+    ("fair", "1:1", "cross_cube", 2048, 1, 16, "la", "read", True, False): "c13152553f16eab4",
+    ("fair", "1:1", "cross_cube", 2048, 4, 1, "pa", "write", False, True): "e7b609d176bdb417",
+    ("fair", "1:1", "cross_cube", 2048, 4, 16, "va", "read", False, False): "e9506346c076c039",
+    ("fair", "1:1", "cross_cube", 65536, 1, 1, "la", "write", True, True): "fe4fe85295756eb1",
+    ("fair", "1:1", "cross_cube", 65536, 1, 16, "pa", "copy", True, False): "53a30e3c387d84af",
+    ("fair", "1:1", "cross_cube", 65536, 4, 1, "va", "read", False, True): "3e974201aa781339",
+    ("fair", "1:1", "cross_cube", 65536, 4, 16, "la", "write", False, False): "954353ffdb9083e8",
+    ("reservation", "n:1", "local", 512, 1, 1, "pa", "read", True, True): "9ec0e971eb20a993",
+    ("reservation", "n:1", "local", 512, 1, 16, "va", "write", True, False): "ff65ce88bd129d54",
+    ("reservation", "n:1", "local", 512, 4, 1, "la", "copy", False, True): "bf4c6927a006e897",
+    ("reservation", "n:1", "local", 512, 4, 16, "pa", "read", False, False): "3ccc591ced29be88",
+    ("reservation", "n:1", "local", 2048, 1, 1, "va", "write", True, True): "71c5348a0c3520bf",
+    ("reservation", "n:1", "local", 2048, 1, 16, "la", "read", True, False): "90493fd5edf11528",
+    ("reservation", "n:1", "local", 2048, 4, 1, "pa", "write", False, True): "e96fcfee3936bcde",
+    ("reservation", "n:1", "local", 2048, 4, 16, "va", "copy", False, False): "87c558bad881e4be",
+    ("reservation", "n:1", "local", 65536, 1, 1, "la", "read", True, True): "60c20049e6783041",
+    ("reservation", "n:1", "local", 65536, 1, 16, "pa", "write", True, False): "0a2e1236224f2f22",
+    ("reservation", "n:1", "local", 65536, 4, 1, "va", "read", False, True): "406e7b8aa3c9e014",
+    ("reservation", "n:1", "local", 65536, 4, 16, "la", "write", False, False): "bf953ae19164bb4c",
+    ("reservation", "n:1", "neighbor", 512, 1, 1, "pa", "copy", True, True): "edd2ee160d24773f",
+    ("reservation", "n:1", "neighbor", 512, 1, 16, "va", "read", True, False): "be1d732ee9d910a8",
+    ("reservation", "n:1", "neighbor", 512, 4, 1, "la", "write", False, True): "3811d07426af79fc",
+    ("reservation", "n:1", "neighbor", 512, 4, 16, "pa", "read", False, False): "8cc69939890c4ddf",
+    ("reservation", "n:1", "neighbor", 2048, 1, 1, "va", "write", True, True): "84859c021ddc551a",
+    ("reservation", "n:1", "neighbor", 2048, 1, 16, "la", "copy", True, False): "8eb430f6ed82ee7a",
+    ("reservation", "n:1", "neighbor", 2048, 4, 1, "pa", "read", False, True): "221f2da6ddaefe09",
+    (
+        "reservation",
+        "n:1",
+        "neighbor",
+        2048,
+        4,
+        16,
+        "va",
+        "write",
+        False,
+        False,
+    ): "0d6afda9d3bb41b8",
+    ("reservation", "n:1", "neighbor", 65536, 1, 1, "la", "read", True, True): "63a8618616b71b31",
+    (
+        "reservation",
+        "n:1",
+        "neighbor",
+        65536,
+        1,
+        16,
+        "pa",
+        "write",
+        True,
+        False,
+    ): "3101303c66449a1e",
+    ("reservation", "n:1", "neighbor", 65536, 4, 1, "va", "copy", False, True): "e0d5e9050c3b90d2",
+    (
+        "reservation",
+        "n:1",
+        "neighbor",
+        65536,
+        4,
+        16,
+        "la",
+        "read",
+        False,
+        False,
+    ): "045a2cbd68bdb4f2",
+    ("reservation", "n:1", "hotspot", 512, 1, 1, "pa", "write", True, True): "2421629b984b1cb6",
+    ("reservation", "n:1", "hotspot", 512, 1, 16, "va", "read", True, False): "e17a937215adcbb7",
+    ("reservation", "n:1", "hotspot", 512, 4, 1, "la", "write", False, True): "d6aa23bb4f5ebc0a",
+    ("reservation", "n:1", "hotspot", 512, 4, 16, "pa", "copy", False, False): "933f8061426af67f",
+    ("reservation", "n:1", "hotspot", 2048, 1, 1, "va", "read", True, True): "3df528935ad0b45e",
+    ("reservation", "n:1", "hotspot", 2048, 1, 16, "la", "write", True, False): "745ac94b92e72c80",
+    ("reservation", "n:1", "hotspot", 2048, 4, 1, "pa", "read", False, True): "c7f2e02fb4c19e75",
+    ("reservation", "n:1", "hotspot", 2048, 4, 16, "va", "write", False, False): "b43088b080169940",
+    ("reservation", "n:1", "hotspot", 65536, 1, 1, "la", "copy", True, True): "c3a98330d5d5cbad",
+    ("reservation", "n:1", "hotspot", 65536, 1, 16, "pa", "read", True, False): "1ef65872e15348f2",
+    ("reservation", "n:1", "hotspot", 65536, 4, 1, "va", "write", False, True): "dedebe2b586fa910",
+    ("reservation", "n:1", "hotspot", 65536, 4, 16, "la", "read", False, False): "6b064d28cf9d2679",
+    ("reservation", "n:1", "uniform", 512, 1, 1, "pa", "write", True, True): "a3e15411b6e9d99d",
+    ("reservation", "n:1", "uniform", 512, 1, 16, "va", "copy", True, False): "6f6c062f647b6a60",
+    ("reservation", "n:1", "uniform", 512, 4, 1, "la", "read", False, True): "e7c27fd4255a5edd",
+    ("reservation", "n:1", "uniform", 512, 4, 16, "pa", "write", False, False): "52c970948e349dd7",
+    ("reservation", "n:1", "uniform", 2048, 1, 1, "va", "read", True, True): "94f6d35f472bd390",
+    ("reservation", "n:1", "uniform", 2048, 1, 16, "la", "write", True, False): "0f6df7e20b09caa1",
+    ("reservation", "n:1", "uniform", 2048, 4, 1, "pa", "copy", False, True): "eb00c94124638400",
+    ("reservation", "n:1", "uniform", 2048, 4, 16, "va", "read", False, False): "7ac3b8c2e686345a",
+    ("reservation", "n:1", "uniform", 65536, 1, 1, "la", "write", True, True): "6039fae077482071",
+    ("reservation", "n:1", "uniform", 65536, 1, 16, "pa", "read", True, False): "ec92fe3492f1e077",
+    ("reservation", "n:1", "uniform", 65536, 4, 1, "va", "write", False, True): "3e7adf3ef18ca0aa",
+    ("reservation", "n:1", "uniform", 65536, 4, 16, "la", "copy", False, False): "da7979e10932c6a6",
+    ("reservation", "n:1", "cross_cube", 512, 1, 1, "pa", "read", True, True): "8bf62b2317605a1e",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        512,
+        1,
+        16,
+        "va",
+        "write",
+        True,
+        False,
+    ): "f65a5b7445a3f775",
+    ("reservation", "n:1", "cross_cube", 512, 4, 1, "la", "read", False, True): "552f15c15b37c3f4",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        512,
+        4,
+        16,
+        "pa",
+        "write",
+        False,
+        False,
+    ): "3e608a31c9740fa2",
+    ("reservation", "n:1", "cross_cube", 2048, 1, 1, "va", "copy", True, True): "f86799ba46ecffd7",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        2048,
+        1,
+        16,
+        "la",
+        "read",
+        True,
+        False,
+    ): "1dff080c60ba96d7",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        2048,
+        4,
+        1,
+        "pa",
+        "write",
+        False,
+        True,
+    ): "b37d43c50d65210f",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        2048,
+        4,
+        16,
+        "va",
+        "read",
+        False,
+        False,
+    ): "df1bd8ceb9dc6080",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        65536,
+        1,
+        1,
+        "la",
+        "write",
+        True,
+        True,
+    ): "1acc97a9274b3f50",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        65536,
+        1,
+        16,
+        "pa",
+        "copy",
+        True,
+        False,
+    ): "84c0f9f5e6b57cc7",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        65536,
+        4,
+        1,
+        "va",
+        "read",
+        False,
+        True,
+    ): "5b5bbe50436b9564",
+    (
+        "reservation",
+        "n:1",
+        "cross_cube",
+        65536,
+        4,
+        16,
+        "la",
+        "write",
+        False,
+        False,
+    ): "7726ea9f53244d47",
+    ("reservation", "1:1", "local", 512, 1, 1, "pa", "read", True, True): "c82fb445143ac7a3",
+    ("reservation", "1:1", "local", 512, 1, 16, "va", "write", True, False): "a75845e55c25d8fe",
+    ("reservation", "1:1", "local", 512, 4, 1, "la", "copy", False, True): "655186309afe8608",
+    ("reservation", "1:1", "local", 512, 4, 16, "pa", "read", False, False): "04f85fcf18660fd9",
+    ("reservation", "1:1", "local", 2048, 1, 1, "va", "write", True, True): "cd93747b5c26ec2a",
+    ("reservation", "1:1", "local", 2048, 1, 16, "la", "read", True, False): "ef1ccadc623bc714",
+    ("reservation", "1:1", "local", 2048, 4, 1, "pa", "write", False, True): "91acb2de5fbd6627",
+    ("reservation", "1:1", "local", 2048, 4, 16, "va", "copy", False, False): "9cd9d5c351ed9c99",
+    ("reservation", "1:1", "local", 65536, 1, 1, "la", "read", True, True): "5ec1bc160d42514e",
+    ("reservation", "1:1", "local", 65536, 1, 16, "pa", "write", True, False): "62caeaf9a6ca06de",
+    ("reservation", "1:1", "local", 65536, 4, 1, "va", "read", False, True): "bb250463813951e2",
+    ("reservation", "1:1", "local", 65536, 4, 16, "la", "write", False, False): "385e8dde3df50f66",
+    ("reservation", "1:1", "neighbor", 512, 1, 1, "pa", "copy", True, True): "adf77d673c803b61",
+    ("reservation", "1:1", "neighbor", 512, 1, 16, "va", "read", True, False): "5d09e3d694cddb8a",
+    ("reservation", "1:1", "neighbor", 512, 4, 1, "la", "write", False, True): "2331f108313bfe30",
+    ("reservation", "1:1", "neighbor", 512, 4, 16, "pa", "read", False, False): "cb92894d4643113f",
+    ("reservation", "1:1", "neighbor", 2048, 1, 1, "va", "write", True, True): "94184ca37f817155",
+    ("reservation", "1:1", "neighbor", 2048, 1, 16, "la", "copy", True, False): "f67aff55fb730739",
+    ("reservation", "1:1", "neighbor", 2048, 4, 1, "pa", "read", False, True): "d225fac5b4cba054",
+    (
+        "reservation",
+        "1:1",
+        "neighbor",
+        2048,
+        4,
+        16,
+        "va",
+        "write",
+        False,
+        False,
+    ): "9126a469ed3c7078",
+    ("reservation", "1:1", "neighbor", 65536, 1, 1, "la", "read", True, True): "66b7fc6dc1443dd0",
+    (
+        "reservation",
+        "1:1",
+        "neighbor",
+        65536,
+        1,
+        16,
+        "pa",
+        "write",
+        True,
+        False,
+    ): "bd8575a7db996fc9",
+    ("reservation", "1:1", "neighbor", 65536, 4, 1, "va", "copy", False, True): "03bffbaf01f5ef5c",
+    (
+        "reservation",
+        "1:1",
+        "neighbor",
+        65536,
+        4,
+        16,
+        "la",
+        "read",
+        False,
+        False,
+    ): "0e0468c88a039903",
+    ("reservation", "1:1", "hotspot", 512, 1, 1, "pa", "write", True, True): "a5fe0b188c583506",
+    ("reservation", "1:1", "hotspot", 512, 1, 16, "va", "read", True, False): "9bb240aebb0a7890",
+    ("reservation", "1:1", "hotspot", 512, 4, 1, "la", "write", False, True): "7e5c71994bc66149",
+    ("reservation", "1:1", "hotspot", 512, 4, 16, "pa", "copy", False, False): "1c03e69405deb6a4",
+    ("reservation", "1:1", "hotspot", 2048, 1, 1, "va", "read", True, True): "aee7aa61af0d59af",
+    ("reservation", "1:1", "hotspot", 2048, 1, 16, "la", "write", True, False): "605d472343538aab",
+    ("reservation", "1:1", "hotspot", 2048, 4, 1, "pa", "read", False, True): "d3aed256422929c8",
+    ("reservation", "1:1", "hotspot", 2048, 4, 16, "va", "write", False, False): "6c8e8fbac4cfafba",
+    ("reservation", "1:1", "hotspot", 65536, 1, 1, "la", "copy", True, True): "0cecf3f0db781444",
+    ("reservation", "1:1", "hotspot", 65536, 1, 16, "pa", "read", True, False): "ebb31f2fb66d7787",
+    ("reservation", "1:1", "hotspot", 65536, 4, 1, "va", "write", False, True): "ac65b8b0267fdcbe",
+    ("reservation", "1:1", "hotspot", 65536, 4, 16, "la", "read", False, False): "caa7a85c3a77317f",
+    ("reservation", "1:1", "uniform", 512, 1, 1, "pa", "write", True, True): "74d5e9002d2c5934",
+    ("reservation", "1:1", "uniform", 512, 1, 16, "va", "copy", True, False): "279893dae6919b54",
+    ("reservation", "1:1", "uniform", 512, 4, 1, "la", "read", False, True): "5743fb240d52859d",
+    ("reservation", "1:1", "uniform", 512, 4, 16, "pa", "write", False, False): "855351eb13e496fc",
+    ("reservation", "1:1", "uniform", 2048, 1, 1, "va", "read", True, True): "56719be24c3f4554",
+    ("reservation", "1:1", "uniform", 2048, 1, 16, "la", "write", True, False): "ac195da0184e87d1",
+    ("reservation", "1:1", "uniform", 2048, 4, 1, "pa", "copy", False, True): "b0f874b8ecc12a86",
+    ("reservation", "1:1", "uniform", 2048, 4, 16, "va", "read", False, False): "de5cbd3723423742",
+    ("reservation", "1:1", "uniform", 65536, 1, 1, "la", "write", True, True): "e60b4d118407fd53",
+    ("reservation", "1:1", "uniform", 65536, 1, 16, "pa", "read", True, False): "27aed761e9f2a244",
+    ("reservation", "1:1", "uniform", 65536, 4, 1, "va", "write", False, True): "6c14fcce85821f74",
+    ("reservation", "1:1", "uniform", 65536, 4, 16, "la", "copy", False, False): "4654dba4cec9b05e",
+    ("reservation", "1:1", "cross_cube", 512, 1, 1, "pa", "read", True, True): "4e1703a7e4165fea",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        512,
+        1,
+        16,
+        "va",
+        "write",
+        True,
+        False,
+    ): "cbbc200e8275183a",
+    ("reservation", "1:1", "cross_cube", 512, 4, 1, "la", "read", False, True): "b17118e85dc214ce",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        512,
+        4,
+        16,
+        "pa",
+        "write",
+        False,
+        False,
+    ): "0ecb808dc9a872fe",
+    ("reservation", "1:1", "cross_cube", 2048, 1, 1, "va", "copy", True, True): "b35c758c80247aa4",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        2048,
+        1,
+        16,
+        "la",
+        "read",
+        True,
+        False,
+    ): "9d3c0408dffd6f12",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        2048,
+        4,
+        1,
+        "pa",
+        "write",
+        False,
+        True,
+    ): "887ec45c6aa7b03e",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        2048,
+        4,
+        16,
+        "va",
+        "read",
+        False,
+        False,
+    ): "28564b89cfb6e56c",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        65536,
+        1,
+        1,
+        "la",
+        "write",
+        True,
+        True,
+    ): "9f03fccc9af95e8c",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        65536,
+        1,
+        16,
+        "pa",
+        "copy",
+        True,
+        False,
+    ): "e0c2ba2a70e31d24",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        65536,
+        4,
+        1,
+        "va",
+        "read",
+        False,
+        True,
+    ): "cd15131611a7451c",
+    (
+        "reservation",
+        "1:1",
+        "cross_cube",
+        65536,
+        4,
+        16,
+        "la",
+        "write",
+        False,
+        False,
+    ): "cd625ee6b8201808",
+}
+GQA_PINNED: dict[tuple[object, ...], str] = {
+    ("gqa_opt2", "fair", False): "d9a5025d3574f605",
+    ("gqa_opt2", "fair", True): "6219a416f938fa34",
+    ("gqa_opt2", "reservation", False): "d9a5025d3574f605",
+    ("gqa_opt2", "reservation", True): "6219a416f938fa34",
+    ("gqa_opt3", "fair", False): "9424f6f6a6058caa",
+    ("gqa_opt3", "fair", True): "a9f832cf30068f1d",
+    ("gqa_opt3", "reservation", False): "9424f6f6a6058caa",
+    ("gqa_opt3", "reservation", True): "a9f832cf30068f1d",
+}
+DRIVEN_PINNED: dict[tuple[object, ...], str] = {
+    (0, False, False): "800b966c80af1692",
+    (0, False, True): "8bd961ce94601131",
+    (0, True, False): "3ea333d3f2076f1c",
+    (0, True, True): "6b59cc08678f42f8",
+    (1, False, False): "6f9dd5b7704139f5",
+    (1, False, True): "d16326cb62d1464c",
+    (1, True, False): "2cce4af085d5ff68",
+    (1, True, True): "b16624fccbe713f9",
+    (2, False, False): "da3e20dd119110d1",
+    (2, False, True): "9d8067822336adbb",
+    (2, True, False): "effb44c5ba44adf3",
+    (2, True, True): "36692b19ed9ebd0d",
+    (3, False, False): "aa7f502802e4f94f",
+    (3, False, True): "a2b21e5117fe0431",
+    (3, True, False): "f24e4b474079fbe2",
+    (3, True, True): "ed071a1faa205fe4",
+}
+
+
+@pytest.mark.parametrize("point", stream_points(), ids=lambda p: "-".join(map(str, p)))
+def test_stream_results_are_pinned(tmp_path, point):
+    assert stream_digest(tmp_path, *point) == PINNED[point]
+
+
+@pytest.mark.parametrize("point", GQA_POINTS, ids=lambda p: "-".join(map(str, p)))
+def test_gqa_results_are_pinned(tmp_path, point):
+    assert gqa_digest(tmp_path, *point) == GQA_PINNED[point]
+
+
+@pytest.mark.parametrize("point", DRIVEN, ids=lambda p: "-".join(map(str, p)))
+def test_driven_fair_fabric_is_pinned(point):
+    assert driven_digest(*point) == DRIVEN_PINNED[point]
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for name, points, fn in (
+            ("PINNED", stream_points(), lambda p: stream_digest(Path(d), *p)),
+            ("GQA_PINNED", GQA_POINTS, lambda p: gqa_digest(Path(d), *p)),
+            ("DRIVEN_PINNED", DRIVEN, lambda p: driven_digest(*p)),
+        ):
+            print(f"{name}: dict[tuple[object, ...], str] = {{")
+            for p in points:
+                print(f"    {p!r}: {fn(p)!r},")
+            print("}")
