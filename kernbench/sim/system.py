@@ -111,7 +111,7 @@ class System:
         else:  # a trace sees every request as a flow, so it takes no fast path
             self.fabric = FairFabric(
                 self.graph, mm.hbm_access_latency_ns, self.events, record_links, trace is None
-            )  # type: ignore[assignment]
+            )
         self.oplog = OpLog() if (cfg.sim.oplog if oplog is None else oplog) else None
         self.trace = trace
         self.physical = PhysicalLayer(self.graph)
