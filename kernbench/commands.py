@@ -124,30 +124,16 @@ class DmaWriteCmd:
         return FRAMING_BYTES + op_body_bytes(1, True, 1)  # src tile, dst handle, nbytes
 
 
-class StridedRows:
-    """``rows`` runs of ``row_bytes``, ``stride_bytes`` apart: the shape of a 2-D
-    descriptor (the strided DMA commands, and the runs a Triton access is cut into)."""
+# A 2-D descriptor's size: src, dst; rows, row, stride.
+STRIDED_DMA_BYTES = FRAMING_BYTES + op_body_bytes(1, True, 3)
 
-    __slots__ = ()
-    rows: int
-    row_bytes: int
-    stride_bytes: int
-
-    @property
-    def nbytes(self) -> int:
-        return self.rows * self.row_bytes
-
-
-class _StridedDma(StridedRows):
-    __slots__ = ()
-
-    @property
-    def logical_bytes(self) -> int:
-        return FRAMING_BYTES + op_body_bytes(1, True, 3)  # src, dst; rows, row, stride
+# The strided commands spell out their fields and properties: a base class declaring the
+# shared fields (``rows``, ``row_bytes``, ``stride_bytes``) would not compile with mypyc
+# (setup.py), whose dataclasses cannot inherit annotated fields from a non-dataclass.
 
 
 @dataclass(slots=True)
-class DmaStridedReadCmd(_StridedDma):
+class DmaStridedReadCmd:
     """A 2-D DMA descriptor: ``rows`` runs of ``row_bytes``, ``stride_bytes`` apart, from
     device memory at ``src_addr`` into one local tile (a strided block of a Triton kernel,
     e.g. a tile of a row-major matrix). PE_SCHEDULER moves each row as one DMA stage."""
@@ -158,9 +144,17 @@ class DmaStridedReadCmd(_StridedDma):
     stride_bytes: int
     dst: Tile
 
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def logical_bytes(self) -> int:
+        return STRIDED_DMA_BYTES
+
 
 @dataclass(slots=True)
-class DmaStridedWriteCmd(_StridedDma):
+class DmaStridedWriteCmd:
     """The write twin of :class:`DmaStridedReadCmd`: a local tile to ``rows`` runs."""
 
     src: Tile
@@ -168,6 +162,14 @@ class DmaStridedWriteCmd(_StridedDma):
     rows: int
     row_bytes: int
     stride_bytes: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
+
+    @property
+    def logical_bytes(self) -> int:
+        return STRIDED_DMA_BYTES
 
 
 @dataclass(slots=True)

@@ -92,13 +92,14 @@ def test_ok_row_columns_and_identity(compose_cfg, monkeypatch, tmp_path, capsys)
     [row] = table.to_pylist()
     flat = config_columns(flatten(validate(OmegaConf.to_object(cfg))))
     assert not [k for k in flat if k.startswith("paths.")]
-    tail = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit"]
+    tail = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit", "build"]
     tail += ["status", "error"]
     assert table.column_names == [*flat, *tail, "sim_time_ns", "bytes_moved", "cached", "wall_s"]
     assert {k: row[k] for k in flat} == flat
     assert row["config_hash"] == config_hash(flat)
     assert row["kernbench_version"] == kernbench.__version__
     assert row["git_commit"] == git_commit()
+    assert row["build"] == kernbench.build()  # compiled or pure: tests/test_build.py
     assert (row["status"], row["error"], row["bytes_moved"]) == ("ok", None, 1048576)
     assert row["cached"] is False  # run_job without a cache never serves one
     assert row["wall_s"] >= 0

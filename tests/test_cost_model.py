@@ -193,23 +193,23 @@ def test_pe_cpu_overhead_bypass():
 
 
 # 5. No double count -------------------------------------------------------------------
-def _engine_times(fixed: float, recip: float) -> dict[str, list[float]]:
-    """Per engine, in issue order: each compute stage's duration and each DMA request's
-    time on the fabric (start of transfer to completion)."""
-    times: dict[str, list[float]] = {"dma": [], "gemm": [], "math": []}
-    system = System(
-        gqa_cfg("gqa_opt3", fixed, recip),
-        trace=lambda pe, st, issue, req, begin, done: (
-            pe.index == 0 and times["dma"].append(done - begin)
-        ),
-    )
+def _engine_times(fixed: float, recip: float) -> dict[str, object]:
+    """Each DMA request's time on the fabric (start of transfer to completion), in issue
+    order, and per compute engine the stages it ran and the time it was busy (one slot:
+    the sum of their durations)."""
+    times: dict[str, object] = {}
+    dma: list[float] = []
+
+    def trace(pe, stage, issue, request, begin, done) -> None:
+        if pe.index == 0:
+            dma.append(done - begin)
+
+    system = System(gqa_cfg("gqa_opt3", fixed, recip), trace=trace)
+    gqa.run(system, system.cfg.workload)
+    times["dma"] = dma
     for name in ("gemm", "math"):
         engine = system.pes[0].engines[name]
-        start = engine.start
-        engine.start = lambda st, now, start=start, name=name: (
-            times[name].append(st.duration_ns) or start(st, now)
-        )
-    gqa.run(system, system.cfg.workload)
+        times[name] = (engine.stages_done, engine.busy_ns)
     return times
 
 
@@ -217,8 +217,8 @@ def test_no_double_count():
     zero, default = _engine_times(0, 0), _engine_times(32, 0.25)
     assert zero == default
     # 16 tiles x 2 GEMMs of 2 x 4 x 128 x 128 flops at 4096 flops/ns = 32 ns each.
-    assert zero["gemm"] == [32.0] * 32
-    assert len(zero["math"]) == 16 * 8 + 1
+    assert zero["gemm"] == (32, 32 * 32.0)
+    assert zero["math"][0] == 16 * 8 + 1
     # Q (4 x 128 fp16 = 1 KiB): 6 ns of links + 4 ns drain + 40 ns HBM; then per tile
     # K and V (128 x 128 fp16 = 32 KiB): 6 + 128 + 40; then O, 1 KiB, like Q.
     assert zero["dma"] == [50.0] + [174.0] * 32 + [50.0]

@@ -21,8 +21,18 @@ import pyarrow.parquet as pq
 import pytest
 from setuptools import find_packages
 
+import kernbench
+
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "kernbench", "hydra_plugins", "conf", "experiments")
+SOURCES = (
+    "pyproject.toml",
+    "setup.py",
+    "README.md",
+    "kernbench",
+    "hydra_plugins",
+    "conf",
+    "experiments",
+)
 
 
 def _run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess:
@@ -56,7 +66,9 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.so")
+            )
         else:
             shutil.copy(ROOT / name, src / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
@@ -74,26 +86,32 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    where = _run([python, "-c", "import kernbench; print(kernbench.__file__)"], elsewhere)
+    where = _run(
+        [python, "-c", "import kernbench; print(kernbench.__file__, kernbench.build())"], elsewhere
+    )
     assert where.stdout.startswith(str(venv))  # the installed copy, not this checkout
+    # Built as this checkout's install was: compiled (setup.py), or pure Python when
+    # KERNBENCH_PURE=1 is set (at build time here, and at run time) or without a compiler.
+    build = kernbench.build()
+    assert where.stdout.split()[-1] == build
 
-    kernbench = venv / "bin" / "kernbench"
-    job = _run([kernbench, "--cfg", "job", "+experiment=bw_equivalence"], elsewhere)
+    cli = venv / "bin" / "kernbench"
+    job = _run([cli, "--cfg", "job", "+experiment=bw_equivalence"], elsewhere)
     assert "sweep_name: bw_equivalence" in job.stdout
     assert "bytes_per_pe: 524288" in job.stdout
 
     _run(
-        [kernbench, "topology=small", "workload.bytes_per_pe=4096", "workload.access_bytes=4096"],
+        [cli, "topology=small", "workload.bytes_per_pe=4096", "workload.access_bytes=4096"],
         elsewhere,
     )
     [result] = (elsewhere / "outputs").rglob("result.parquet")
     [row] = pq.read_table(result).to_pylist()
-    assert (row["status"], row["git_commit"]) == ("ok", None)
+    assert (row["status"], row["git_commit"], row["build"]) == ("ok", None, build)
 
     # Hydra discovers the installed sweep plugins: -m takes the fast path by default.
     sweep = elsewhere / "sweep"
     argv = [
-        kernbench,
+        cli,
         "-m",
         "topology=small",
         "workload.bytes_per_pe=4096",

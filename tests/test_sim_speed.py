@@ -18,7 +18,7 @@ from kernbench.config.schema import ExecPath
 from kernbench.config.store import experiments_dir
 from kernbench.report import bw_equivalence, sim_speed, tables
 from kernbench.runtime import DPPolicy
-from kernbench.runtime.exec_paths import ReplaySource
+from kernbench.runtime.exec_paths import BATCH, ReplaySource
 from tests.support import make_cfg, make_system
 from tests.test_sweep import merged, run_sweep
 
@@ -100,17 +100,17 @@ def test_a_launch_costs_a_few_simpy_events_however_long_its_streams(n_pes):
     assert count_simpy_events(n_pes, 100) == count_simpy_events(n_pes, 500) <= 4
 
 
-def test_replay_traces_in_batches_and_matches_greenlet(monkeypatch):
+def test_replay_traces_in_batches_and_matches_greenlet():
     """A kernel of many batches replays the same commands, times and op log as the
     greenlet path, holding one batch at a time."""
-    monkeypatch.setattr(ReplaySource, "batch", 7)
-    cfg = make_cfg(zero_cost=False, access_bytes=8192, bytes_per_pe=64 * 8192, op="copy")
+    accesses = BATCH + 100  # a copy is 2 commands an access: 3 batches
+    cfg = make_cfg(zero_cost=False, access_bytes=64, bytes_per_pe=64 * accesses, op="copy")
     cfg.sim = dataclasses.replace(cfg.sim, oplog=True, exec_path=ExecPath.replay)
     replay = simulate.run(cfg)
     cfg.sim = dataclasses.replace(cfg.sim, exec_path=ExecPath.greenlet)
     green = simulate.run(cfg)
     assert replay.oplog == green.oplog and replay.metrics == green.metrics
-    src = ReplaySource(lambda: [tl.cycles(i) for i in range(20)], (), (0,), (1,))
+    src = ReplaySource(lambda: [tl.cycles(i) for i in range(20)], (), (0,), (1,), batch=7)
     assert len(src._buf) == 7  # the first batch only
     assert [c.cycles for c in src.commands] == list(range(20))
 

@@ -26,7 +26,7 @@ from kernbench.results import make_row, write_rows
 from kernbench.sweep import MERGED_FILE, merge_sweep
 
 SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1", "address=pa")
-IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit"]
+IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit", "build"]
 STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_bw_gbs"]
 
 
@@ -71,7 +71,7 @@ def test_small_sweep_merges_every_point(tmp_path):
     config = columns[: columns.index("sweep_id")]
     assert "topology.cube.memory_map.hbm_mapping_mode" in config
     assert not [c for c in config if c.startswith("paths.")]  # locations are not results
-    assert columns[len(config) : len(config) + 7] == [*IDENTITY, "status", "error"]
+    assert columns[len(config) : len(config) + 8] == [*IDENTITY, "status", "error"]
     assert [m for m in STREAM_METRICS if m not in columns] == []
     assert columns[-3:] == ["cached", "sim_wall_s", "wall_s"]
     assert {r["cached"] for r in rows} == {False}

@@ -13,6 +13,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from kernbench.runtime import DPPolicy  # noqa: E402
+from kernbench.sim.metrics import record_dispatch  # noqa: E402
 from kernbench.triton import Accelerator  # noqa: E402
 
 
@@ -87,9 +88,7 @@ def test_a_batched_dot_is_one_gemm_with_the_batch_in_m():
     a_host, b_host = torch.randn(2, 16, 16), torch.randn(2, 16, 16)
     a, b = acc.tensor(a_host, policy), acc.tensor(b_host, policy)
     c = acc.empty((2, 16, 16), torch.float32, policy)
-    sched = acc.system.pes[0].scheduler
-    seen, submit = [], sched.submit
-    sched.submit = lambda cmd, now: seen.append(cmd) or submit(cmd, now)
+    seen = record_dispatch(acc.system.pes[0]).issued  # the commands PE 0's CPU pushed
     acc.run(batched_dot_kernel, (1,), a, b, c, B=2, M=16)
     torch.testing.assert_close(acc.to_torch(c), a_host @ b_host)
     gemms = [(g.m, g.n, g.k) for g in seen if type(g).__name__ == "GemmCmd"]

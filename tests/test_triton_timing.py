@@ -23,7 +23,10 @@ from kernbench.commands import (  # noqa: E402
     Tile,
 )
 from kernbench.runtime import DPPolicy  # noqa: E402
+from kernbench.sim.metrics import record_dispatch  # noqa: E402
+from kernbench.sim.system import System  # noqa: E402
 from kernbench.triton import Accelerator, kernels  # noqa: E402
+from kernbench.triton.accelerator import compose_config  # noqa: E402
 
 ONE_PE = DPPolicy("column_wise", 1)
 
@@ -33,16 +36,9 @@ def one_pe(*overrides: str) -> Accelerator:
 
 
 def record_commands(acc: Accelerator) -> list:
-    """Every command PE 0's scheduler accepts, in order."""
-    sched = acc.system.pes[0].scheduler
-    seen, submit = [], sched.submit
-
-    def spy(cmd, now):
-        seen.append(cmd)
-        return submit(cmd, now)
-
-    sched.submit = spy
-    return seen
+    """Every command PE 0's scheduler accepts, in order: what its CPU paid for (the
+    recorder is PE 0's cost model from now on)."""
+    return record_dispatch(acc.system.pes[0]).issued
 
 
 def vector_add(acc: Accelerator, n: int, block: int):
@@ -126,16 +122,15 @@ def test_a_fully_masked_block_moves_nothing():
 
 
 def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
-    acc = one_pe("address=la")
+    ranges: dict[int, tuple] = {}  # every DMA stage's device range, from its requests
+
+    def trace(pe, stage, issue, request, begin, done):
+        ranges.setdefault(id(stage), (stage, stage.addr, stage.nbytes))  # holds the stage
+
+    cfg = compose_config(["topology=small", "sim.oplog=true", "address=la"])
+    acc = Accelerator(system=System(cfg, trace=trace), pes=1)
     seen = record_commands(acc)
     dma = acc.system.pes[0].dma
-    stages, resolve = [], dma._resolve
-
-    def spy(pe, addr, nbytes):
-        stages.append((addr, nbytes))
-        return resolve(pe, addr, nbytes)
-
-    dma._resolve = spy  # every DMA stage's device range, as the engine resolves it
     m = n = k = 64
     a_host, b_host = torch.randn(m, k), torch.randn(k, n)
     a, b = acc.tensor(a_host, ONE_PE), acc.tensor(b_host, ONE_PE)
@@ -152,6 +147,7 @@ def test_a_matrix_tile_is_one_strided_descriptor_per_operand():
     assert [x.nbytes for x in plain] == [32 * 64 * 4] * 4
     # the strided descriptor's rows are DMA stages of the scheduler, one per B row
     b_lo = b.runtime.shard_ptr(0)
+    stages = [(addr, nbytes) for _, addr, nbytes in ranges.values()]
     b_stages = [st for st in stages if b_lo <= st[0] < b_lo + k * n * 4]
     b_rows = [(x.src_addr + r * 256, 128) for x in strided for r in range(64)]
     assert sorted(b_stages) == sorted(b_rows)

@@ -8,7 +8,7 @@ the VA and LA models resolve into.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, NoReturn
 
 from kernbench.address import interleave
 from kernbench.address.models import AddressModelPolicy, Copies, TensorMap
@@ -77,7 +77,7 @@ class PhysicalLayer:
             for ch, co, nb in interleave.split(offset, nbytes, g, n)
         ]
 
-    def _fault(self, pa: int, nbytes: int) -> None:
+    def _fault(self, pa: int, nbytes: int) -> NoReturn:
         self.owner(pa)
         raise AddressFault(
             f"PA range {pa:#x}+{nbytes} ends past the PE's HBM capacity of {self.capacity} bytes"

@@ -1,6 +1,7 @@
 """What ``kernbench`` does with its arguments before Hydra: the one hook ``app.main``
-calls. ``--help``/``-h`` and ``--keys`` print generated help, ``--cfg job`` shows the
-validated config, and any override that cannot be right exits with one line."""
+calls. ``--help``/``-h`` and ``--keys`` print generated help, ``--version`` the version
+and the build (``compiled`` or ``pure``), ``--cfg job`` shows the validated config, and
+any override (or ``KERNBENCH_PURE`` value) that cannot be right exits with one line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 
 from hydra._internal.utils import get_args_parser  # the parser hydra.main itself uses
 
+import kernbench
 from kernbench.cli.help import help_text, key_table
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import show_job_config
@@ -17,6 +19,12 @@ from kernbench.cli.show_config import show_job_config
 
 def before_hydra(argv: Sequence[str]) -> None:
     """Handle what kernbench answers itself (exiting), or return to let Hydra run."""
+    try:
+        kernbench.pure_requested()
+    except ValueError as exc:
+        _fail(str(exc))
+    if "--version" in argv:  # before Hydra's parser, whose --version prints Hydra's
+        _page(version_text())
     args, rest = get_args_parser().parse_known_args(list(argv))
     if "--keys" in rest:
         _page("\n".join(key_table()))
@@ -27,8 +35,17 @@ def before_hydra(argv: Sequence[str]) -> None:
     try:
         check_overrides(args.overrides, multirun=args.multirun)
     except UsageError as exc:
-        print(f"kernbench: error: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
+        _fail(str(exc))
+
+
+def version_text() -> str:
+    """``kernbench 0.1.0 (compiled)``: the version and which simulator modules run."""
+    return f"kernbench {kernbench.__version__} ({kernbench.build()})"
+
+
+def _fail(message: str) -> None:
+    print(f"kernbench: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def _page(text: str) -> None:

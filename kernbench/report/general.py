@@ -22,12 +22,11 @@ import pandas as pd
 
 from kernbench.report.formatting import format_table, format_value, natural_order
 from kernbench.results import STATUS_OK
+from kernbench.results.identity import IDENTITY_COLUMNS
 from kernbench.units import unit_of
 
 # Columns that say who ran what and how long it took: never a swept key or a metric.
-IDENTITY = frozenset(
-    {"sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit", "status", "error"}
-)
+IDENTITY = frozenset({*IDENTITY_COLUMNS, "status", "error"})
 TIMINGS = frozenset(
     {"cached", "sim_wall_s", "wall_s", "sim_accesses", "accesses_per_s", "bare_simpy_events_per_s"}
 )

@@ -21,6 +21,18 @@ import kernbench
 _SOURCE_ROOT = Path(kernbench.__file__).resolve().parent.parent
 
 
+# The identity columns, in table order (identity() makes them; the report leaves them
+# out of what was swept).
+IDENTITY_COLUMNS = (
+    "sweep_id",
+    "job_num",
+    "config_hash",
+    "kernbench_version",
+    "git_commit",
+    "build",
+)
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, no whitespace: the same value always gives the same text, whatever
     order it was composed in (config hashes and cache keys are taken over it)."""
@@ -69,7 +81,8 @@ def identity(
     """The identity columns, in table order.
 
     ``sweep_id`` names the sweep a row came from (its directory) and ``job_num`` its
-    point in it; both are null for a single run.
+    point in it; both are null for a single run. ``build`` is ``compiled`` or ``pure``:
+    which simulator modules this process imported (:func:`kernbench.build`).
     """
     return {
         "sweep_id": sweep_id,
@@ -77,4 +90,5 @@ def identity(
         "config_hash": config_hash(flat_config),
         "kernbench_version": kernbench.__version__,
         "git_commit": git_commit(),
+        "build": kernbench.build(),
     }

@@ -38,6 +38,7 @@ FIXED_TYPES: dict[str, pa.DataType] = {
     "config_hash": pa.string(),
     "kernbench_version": pa.string(),
     "git_commit": pa.string(),
+    "build": pa.string(),
     "status": pa.string(),
     "error": pa.string(),
     "cached": pa.bool_(),

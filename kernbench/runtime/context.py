@@ -170,7 +170,9 @@ class RuntimeContext:
         pes = self.pes(grid) if isinstance(grid, int) else list(grid)
         source_cls = SOURCES[self.system.cfg.sim.exec_path]
         n = (len(pes),)
-        sources = [(pe, source_cls(kernel, args, (i,), n)) for i, pe in enumerate(pes)]
+        sources: list[tuple[PeId, Any]] = [
+            (pe, source_cls(kernel, args, (i,), n)) for i, pe in enumerate(pes)
+        ]
         return self.system.run_programs(sources)
 
     def _targets(self, policy: DPPolicy) -> list[list[PeId]]:

@@ -40,6 +40,9 @@ def kernel_greenlet(
     return greenlet(body)
 
 
+BATCH = 4096  # commands ReplaySource traces at a time
+
+
 class ReplaySource(CommandSource):
     """Trace the kernel ahead of the simulation, ``batch`` commands at a time.
 
@@ -49,15 +52,15 @@ class ReplaySource(CommandSource):
     batch of them at a time.
     """
 
-    batch = 4096
-
     def __init__(
         self,
         kernel: Kernel,
         args: tuple[Any, ...],
         program_id: tuple[int, ...],
         num_programs: tuple[int, ...],
+        batch: int = BATCH,
     ) -> None:
+        self.batch = batch
         self._glet = kernel_greenlet(kernel, args, program_id, num_programs, self._emit)
         self._caller = greenlet.getcurrent()
         self._buf: list[PeCommand] = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import simpy
 from simpy.events import NORMAL as _NORMAL
@@ -49,7 +49,7 @@ class Fired(simpy.Event):
     compared as events, which SimPy cannot do."""
 
     __slots__ = ("_order",)
-    _made = itertools.count()
+    _made: ClassVar[itertools.count[int]] = itertools.count()
 
     def __init__(self, env: simpy.Environment, value: Any, callbacks: Sequence[Callback]) -> None:
         self.env = env
@@ -179,7 +179,7 @@ class LocalQueue:
             self._proxy = (at, eid, event)
 
     def _on_wake(self, event: Fired) -> None:
-        del self._parked[event.value]
+        del self._parked[event.value]  # type: ignore[arg-type]
         if self._proxy is not None and self._proxy[2] is event:
             self._proxy = None
         self.run()

@@ -295,7 +295,11 @@ class FairFabric(DataPlane):
                 queue.head = joining.seq
                 self._enter(queue)
                 self._changed(queue)
-            joining.then, joining = None, joining.then
+            # Two statements, not one tuple assignment: mypyc (setup.py) compiles
+            # ``joining.then, joining = None, joining.then`` into a type error.
+            following = joining.then
+            joining.then = None
+            joining = following
 
     def _drained(self, flow: Flow) -> None:
         """``flow``'s last byte has left (unless the event is stale): complete it an

@@ -10,6 +10,7 @@ formula, which only means something if the two are independent.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kernbench.commands import PeCommand
@@ -22,19 +23,23 @@ if TYPE_CHECKING:
 ENGINES = ("gemm", "math", "dma")
 
 
-class DispatchRecorder:
-    """Stands in for a PE's cost model and remembers, per command in issue order, the
-    logical bytes and dispatch cycles PE_CPU paid, so a workload can read off the
-    figures of any stretch of its kernel (e.g. the KV-tile loop)."""
+@dataclass(frozen=True)
+class DispatchRecorder(DispatchCostModel):
+    """A PE's cost model that remembers, per command in issue order, the command, its
+    logical bytes and the dispatch cycles PE_CPU paid, so a workload can read off the
+    figures of any stretch of its kernel (e.g. the KV-tile loop) and a test the
+    commands PE_SCHEDULER was given. It is the model it replaces (same parameters), so
+    PE_CPU's typed ``cost`` holds it in the compiled build too."""
 
-    def __init__(self, inner: DispatchCostModel) -> None:
-        self.inner = inner
-        self.logical_bytes: list[int] = []
-        self.cycles: list[float] = []
+    issued: list[PeCommand] = field(default_factory=list, compare=False, repr=False)
+    logical_bytes: list[int] = field(default_factory=list, compare=False, repr=False)
+    cycles: list[float] = field(default_factory=list, compare=False, repr=False)
 
     def price(self, cmd: PeCommand) -> tuple[float, float]:
-        """What the inner model charges; remembered (PE_CPU prices each command once)."""
-        cycles, ns = self.inner.price(cmd)
+        """What the model charges; remembered (PE_CPU prices each command once, then
+        pushes it to PE_SCHEDULER)."""
+        cycles, ns = super().price(cmd)
+        self.issued.append(cmd)
         self.logical_bytes.append(cmd.logical_bytes)
         self.cycles.append(cycles)
         return cycles, ns
@@ -45,12 +50,15 @@ class DispatchRecorder:
 
 
 def record_dispatch(pe: PeUnit) -> DispatchRecorder:
-    """Install a recorder on ``pe``'s CPU (before launch) and return it."""
+    """Install a recorder on ``pe``'s CPU (before launch) in place of its cost model,
+    with the same parameters, and return it."""
     inner = pe.cpu.cost
     if isinstance(inner, DispatchRecorder):
         return inner
-    recorder = DispatchRecorder(inner)
-    pe.cpu.cost = recorder  # type: ignore[assignment]
+    recorder = DispatchRecorder(
+        inner.fixed_per_cmd_cycles, inner.byte_cycles_recip, inner.clock_freq_ghz
+    )
+    pe.cpu.cost = recorder
     return recorder
 
 

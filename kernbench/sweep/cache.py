@@ -4,13 +4,16 @@ Rerunning an interrupted or extended sweep should only simulate what is new (iss
 This module owns the on-disk entries and their key; it must not touch Hydra or the
 simulator (:func:`kernbench.app.run_job` decides when to look up and when to store).
 
-**Key.** sha256 over the canonical JSON of three things: the row's config columns (the
+**Key.** sha256 over the canonical JSON of four things: the row's config columns (the
 resolved, validated config flattened to dotted keys, without output locations and run
-options: :func:`kernbench.results.config_columns`), the package version, and a
-fingerprint of the package's own Python sources. The fingerprint, rather than the git
-commit, is what keeps an edited checkout (uncommitted simulator changes, or changes
-without a version bump) from ever being served results of the code it replaced; it
-also works for an install that is not a git checkout.
+options: :func:`kernbench.results.config_columns`), the package version, a
+fingerprint of the package's own code (its Python sources and its compiled modules,
+setup.py) and the build that runs (``compiled`` or ``pure``, :func:`kernbench.build`:
+a row's ``build`` column says which made it, so an entry of one build is never served
+to the other). The fingerprint, rather than the git commit, is what keeps an edited
+checkout (uncommitted simulator changes, or changes without a version bump, or a
+rebuild) from ever being served results of the code it replaced; it also works for an
+install that is not a git checkout.
 
 **Entry.** One JSON file per point, ``<root>/<key[:2]>/<key>.json``, holding the key, the
 deterministic metrics and a sha256 checksum of the metrics' canonical JSON. JSON keeps
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.machinery
 import json
 import logging
 import math
@@ -52,13 +56,25 @@ _PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
 FORMAT = 1  # bump when the entry layout changes; old entries then miss
 
 
+# The package's code: its sources and the modules mypyc compiled from them (setup.py).
+CODE_SUFFIXES = (".py", *importlib.machinery.EXTENSION_SUFFIXES)
+
+
 @functools.cache
 def source_fingerprint() -> str:
-    """sha256 over every ``*.py`` file of the installed kernbench package (path and
-    bytes, in sorted order). Computed once per process: about 2 ms."""
+    """:func:`code_fingerprint` of the installed kernbench package, computed once per
+    process."""
+    return code_fingerprint(_PACKAGE_DIR)
+
+
+def code_fingerprint(package_dir: Path) -> str:
+    """sha256 over every ``*.py`` file and every compiled module (``*.so``, with the
+    compiled build's shared runtime library) under ``package_dir`` (path and bytes, in
+    sorted order)."""
     digest = hashlib.sha256()
-    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
-        digest.update(path.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0")
+    files = {p for suffix in CODE_SUFFIXES for p in package_dir.rglob(f"*{suffix}")}
+    for path in sorted(files):
+        digest.update(path.relative_to(package_dir).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
     return digest.hexdigest()
 
@@ -70,6 +86,7 @@ def point_key(columns: Mapping[str, Any]) -> str:
         "config": dict(columns),
         "kernbench_version": kernbench.__version__,
         "source": source_fingerprint(),
+        "build": kernbench.build(),
     }
     return hashlib.sha256(canonical_json(ident).encode()).hexdigest()
 

@@ -22,19 +22,22 @@ from kernbench.commands import (
     DmaStridedWriteCmd,
     DmaWriteCmd,
     PeCommand,
-    StridedRows,
     Tile,
 )
 
 
 @dataclass(frozen=True)
-class Descriptor(StridedRows):
+class Descriptor:
     """``rows`` runs of ``row_bytes`` starting ``stride_bytes`` apart from ``start``."""
 
     start: int
     rows: int
     row_bytes: int
     stride_bytes: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows * self.row_bytes
 
 
 def contiguous_runs(addrs: np.ndarray, elem_bytes: int) -> list[tuple[int, int]]:

@@ -1,0 +1,105 @@
+"""The compiled build: mypyc compiles the simulator's hot modules when it can.
+
+pyproject.toml holds everything else about the package; this file only adds the
+extension modules. With a working C compiler (and Python's headers) the modules in
+``HOT`` are compiled with mypyc into one group whose shared runtime library lives inside
+the package (``kernbench/_mypyc__mypyc*.so``), so an editable install's subprocesses
+find it from any directory. Without a compiler, without mypyc, or with
+``KERNBENCH_PURE=1`` set at build time, nothing is compiled and the install is the
+pure-Python package. Either way every ``.py`` file is installed, so ``KERNBENCH_PURE=1``
+at run time can load them instead of the compiled modules (kernbench/__init__.py);
+``kernbench.build()`` says which ran.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from setuptools import setup
+
+# What a stream access runs through (README "Compiled build"). Left pure:
+# kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python), the
+# packages' __init__.py files, and kernbench/runtime/context.py (once per deploy and
+# launch, not per access; compiled, its tensors' weakref finalisers crashed the process).
+HOT = [
+    "kernbench/commands.py",
+    "kernbench/tl.py",
+    "kernbench/runtime/exec_paths.py",
+    "kernbench/address/allocator.py",
+    "kernbench/address/interleave.py",
+    "kernbench/address/la.py",
+    "kernbench/address/models.py",
+    "kernbench/address/pa.py",
+    "kernbench/address/pa_model.py",
+    "kernbench/address/registry.py",
+    "kernbench/address/va.py",
+    "kernbench/topology/graph.py",
+    "kernbench/topology/names.py",
+    "kernbench/topology/routes.py",
+    "kernbench/sim/control.py",
+    "kernbench/sim/cost_model.py",
+    "kernbench/sim/cpu.py",
+    "kernbench/sim/dma.py",
+    "kernbench/sim/engines.py",
+    "kernbench/sim/events.py",
+    "kernbench/sim/fabric.py",
+    "kernbench/sim/fair_fabric.py",
+    "kernbench/sim/fairshare.py",
+    "kernbench/sim/flows.py",
+    "kernbench/sim/metrics.py",
+    "kernbench/sim/oplog.py",
+    "kernbench/sim/scheduler.py",
+    "kernbench/sim/system.py",
+]
+# The shared runtime library: kernbench/_mypyc__mypyc*.so (mypyc appends "__mypyc").
+GROUP = "kernbench._mypyc"
+# -O1: as fast as -O2 and -O3 here, within the noise of a loaded 2-core machine, for
+# about 35 s of compile time instead of 50-55 (README "Compiled build").
+OPT_LEVEL = "1"
+
+
+def _say(message: str) -> None:
+    print(f"kernbench build: {message}", file=sys.stderr)
+
+
+def _compiler_works() -> bool:
+    """True if a C compiler builds a file that includes Python.h (headers present)."""
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.errors import CCompilerError, DistutilsError
+    from setuptools._distutils.sysconfig import customize_compiler, get_python_inc
+
+    compiler = new_compiler()
+    customize_compiler(compiler)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write("#include <Python.h>\nint kernbench_probe(void) { return 0; }\n")
+        try:
+            compiler.compile([src], output_dir=tmp, include_dirs=[get_python_inc()])
+        except (CCompilerError, DistutilsError, OSError) as exc:
+            _say(f"no working C compiler ({exc}); installing the pure-Python modules")
+            return False
+    return True
+
+
+def ext_modules() -> list:
+    if os.environ.get("KERNBENCH_PURE") == "1":
+        _say("KERNBENCH_PURE=1: installing the pure-Python modules")
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        _say("mypyc is not installed; installing the pure-Python modules")
+        return []
+    if not _compiler_works():
+        return []
+    return mypycify(
+        ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent", *HOT],
+        opt_level=OPT_LEVEL,
+        group_name=GROUP,
+    )
+
+
+setup(ext_modules=ext_modules())
