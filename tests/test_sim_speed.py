@@ -115,6 +115,26 @@ def test_replay_traces_in_batches_and_matches_greenlet():
     assert [c.cycles for c in src.commands] == list(range(20))
 
 
+def replayed(src: ReplaySource) -> list[float]:
+    out = []
+    while (cmd := src.next()) is not None:
+        out.append(cmd.cycles)
+    assert src.next() is None  # and stays at the end
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 6, 7, 14, 15])
+def test_replay_gives_every_command_once_whatever_the_kernels_length_in_batches(n):
+    """0, 1, 2 or 3 batches of 7, full or not: a kernel that fills its last batch
+    exactly returns with nothing left, and the source must end there."""
+    src = ReplaySource(lambda: [tl.cycles(i) for i in range(n)], (), (0,), (1,), batch=7)
+    assert replayed(src) == list(range(n))
+    src = ReplaySource(lambda: [tl.cycles(i) for i in range(n)], (), (0,), (1,), batch=7)
+    first = [src.next().cycles for _ in range(min(n, 3))]
+    assert first + [c.cycles for c in src.commands] == list(range(n))  # the rest, traced
+    assert replayed(src) == list(range(min(n, 3), n))  # and still replayed
+
+
 def test_measure_speed_adds_timings_and_leaves_metrics_alone():
     cfg = make_cfg(zero_cost=False, access_bytes=2048, bytes_per_pe=2048 * 100, active_pes=1)
     plain = simulate.run(cfg)

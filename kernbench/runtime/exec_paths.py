@@ -10,7 +10,7 @@ and PE_CPU charges them identically.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from greenlet import greenlet
@@ -63,8 +63,8 @@ class ReplaySource(CommandSource):
         self.batch = batch
         self._glet = kernel_greenlet(kernel, args, program_id, num_programs, self._emit)
         self._caller = greenlet.getcurrent()
-        self._buf: list[PeCommand] = []
-        self._it: Iterator[PeCommand] = iter(())
+        self._buf: list[PeCommand] = []  # the batch being replayed, from ``_at`` on
+        self._at = 0
         self._refill()
         # A kernel traced whole in its first batch has a known length (progress totals).
         self.known_total: int | None = len(self._buf) if self._glet.dead else None
@@ -73,11 +73,11 @@ class ReplaySource(CommandSource):
     def commands(self) -> list[PeCommand]:
         """Every command not replayed yet (traces the rest of the kernel now; the
         source still replays them all). For inspection and progress counts."""
-        rest = list(self._it)
+        rest = self._buf[self._at :]
         while not self._glet.dead:
             self._refill()
             rest += self._buf
-        self._it = iter(rest)
+        self._buf, self._at = rest, 0
         return rest
 
     def _emit(self, cmd: PeCommand) -> None:
@@ -89,14 +89,19 @@ class ReplaySource(CommandSource):
         self._buf = []
         self._caller = greenlet.getcurrent()
         self._glet.switch()  # runs the kernel until a batch is full or it returns
-        self._it = iter(self._buf)
+        self._at = 0
 
     def next(self) -> PeCommand | None:
-        cmd = next(self._it, None)
-        if cmd is None and not self._glet.dead:
-            self._refill()
-            cmd = next(self._it, None)
-        return cmd
+        at = self._at
+        if at == len(self._buf):
+            if self._glet.dead:
+                return None
+            self._refill()  # the kernel runs on: to its next full batch, or its end
+            if not self._buf:
+                return None
+            at = 0
+        self._at = at + 1
+        return self._buf[at]
 
 
 class GreenletSource(CommandSource):
