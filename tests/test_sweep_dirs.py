@@ -104,7 +104,7 @@ def test_resume_keeps_the_rows_there_and_runs_only_the_others(tmp_path):
 
 def test_a_second_sweep_into_a_directory_being_written_is_refused(tmp_path):
     out = tmp_path / "sweep"
-    first = start(out, *LONG_GRID)  # two points of ~9 s
+    first = start(out, *LONG_GRID)  # two points of several seconds
     try:
         wait_for(first, lambda: (out / "points.log").exists())
         second = sweep(tmp_path, out, *LONG_GRID)

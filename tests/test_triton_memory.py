@@ -18,7 +18,9 @@ import triton.language as tl  # noqa: E402
 
 from kernbench.errors import AddressFault  # noqa: E402
 from kernbench.runtime import DPPolicy  # noqa: E402
+from kernbench.sim.system import System  # noqa: E402
 from kernbench.triton import INSTALL_HINT, Accelerator, UnsupportedOp, kernels  # noqa: E402
+from kernbench.triton.accelerator import compose_config  # noqa: E402
 
 ONE_PE = DPPolicy("column_wise", 1)
 N = 2048  # fp32: 8 KiB = 2 pages of 4 KiB = 4 interleave stripes of 8 x 256 B
@@ -237,18 +239,14 @@ def test_shards_padded_to_whole_elements_round_trip():
 
 @pytest.mark.parametrize("model", ["pa", "va"])  # PA: our copy choice; VA: the MMU's
 def test_replicated_inputs_are_read_from_the_own_cube(model):
-    acc = Accelerator(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
-    acc.policy = DPPolicy("replicate")
     seen = []  # (executing PE, device address, owner PE of each request)
-    for unit in acc.system.pes:
-        resolve = unit.dma._resolve
 
-        def spy(pe, addr, nbytes, resolve=resolve):
-            requests, delay = resolve(pe, addr, nbytes)
-            seen.extend((pe, addr, acc.system.physical.owner(r[1])) for r in requests)
-            return requests, delay
+    def trace(pe, stage, issue, request, begin, done) -> None:  # every physical request
+        seen.append((pe, stage.addr, acc.system.physical.owner(request[1])))
 
-        unit.dma._resolve = spy
+    cfg = compose_config(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
+    acc = Accelerator(system=System(cfg, trace=trace))
+    acc.policy = DPPolicy("replicate")
     xs, ys = torch.randn(4096), torch.randn(4096)
     x, y = acc.tensor(xs), acc.tensor(ys)
     out = acc.empty_like(x)  # an output is split, not replicated
