@@ -95,11 +95,17 @@ def ext_modules() -> list:
         return []
     if not _compiler_works():
         return []
-    return mypycify(
-        ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent", *HOT],
-        opt_level=OPT_LEVEL,
-        group_name=GROUP,
-    )
+    try:
+        return mypycify(
+            ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent", *HOT],
+            opt_level=OPT_LEVEL,
+            group_name=GROUP,
+        )
+    except SystemExit as exc:  # mypyc reports type errors by exiting
+        # An install that works beats one that fails; KERNBENCH_EXPECT_BUILD=compiled
+        # (CI) turns this fallback into a failing test.
+        _say(f"mypyc could not compile the hot modules ({exc}); installing them pure")
+        return []
 
 
 setup(ext_modules=ext_modules())
