@@ -34,7 +34,7 @@ from tests.support import make_cfg
 ACCESS = 2048  # N*g: under 1:1 one request on each of the 8 channels
 TARGETS = {"n:1 pa": 0.5, "n:1 la": 0.5, "1:1 la": 0.25, "1:1 pa": 0.25}
 LINEAR_TOL = 0.20
-PEAK_MB = 300
+PEAK_MB = 150  # the issue-23 target for a 10^6-access run
 
 
 def stream_cfg(
