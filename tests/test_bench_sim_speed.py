@@ -19,7 +19,6 @@ import sys
 import time
 
 import pytest
-import simpy
 
 from kernbench import simulate
 from kernbench.config.schema import (
@@ -29,6 +28,7 @@ from kernbench.config.schema import (
     StreamPattern,
 )
 from kernbench.config.validate import validate
+from kernbench.sim.speed import bare_timeout_rate
 from tests.support import make_cfg
 
 ACCESS = 2048  # N*g: under 1:1 one request on each of the 8 channels
@@ -58,16 +58,7 @@ def stream_cfg(
 
 def bare_cpu_s_per_event(events: int = 200_000) -> float:
     """CPU seconds per event of SimPy's bare ``yield env.timeout(1)`` loop."""
-    env = simpy.Environment()
-
-    def loop():  # noqa: ANN202 (a SimPy process)
-        for _ in range(events):
-            yield env.timeout(1)
-
-    env.process(loop())
-    start = time.process_time()
-    env.run()
-    return (time.process_time() - start) / events
+    return 1 / bare_timeout_rate(events, time.process_time)
 
 
 def cpu_s_per_access(cfg: KernBenchConfig, accesses: int) -> float:

@@ -21,15 +21,8 @@ pytest.importorskip("triton")
 from kernbench.sim.system import System  # noqa: E402
 from kernbench.triton.accelerator import compose_config  # noqa: E402
 from kernbench.triton.workload import max_abs_error, run_case  # noqa: E402
+from tests.test_triton_kernels import SIZES  # noqa: E402 (the same masked-tail sizes)
 
-SIZES = {
-    "vector_add": ["workload.size=5000", "workload.block_size=1024"],
-    "softmax": ["workload.rows=6", "workload.cols=300"],
-    "matmul": ["workload.m=96", "workload.n=80", "workload.k=72"]
-    + ["workload.block_m=32", "workload.block_n=32", "workload.block_k=32"],
-    "layer_norm": ["workload.rows=6", "workload.cols=300"],
-    "decode_attention": ["workload.seq_len=200", "workload.head_dim=32", "workload.block_n=64"],
-}
 POINTS = [
     (kernel, model, mapping, fabric)
     for kernel in sorted(SIZES)
