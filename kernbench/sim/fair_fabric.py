@@ -12,8 +12,9 @@ are different queues of one requester and drain side by side.
 Rates are recomputed when a queue gains its first joined request, empties, or gets a
 new oldest request that changes its requester's age order; otherwise the next
 request simply takes over its queue's rate (a PE streaming to one hotspot costs no
-solve per access). A recomputation covers the queues that share links, transitively,
-with what changed (SimGrid's *selective update*), happens once per simulated instant
+solve per access). A recomputation covers the queues that share links or a requester,
+transitively, with what changed (SimGrid's *selective update*; a requester's queues
+are coupled by its age order), happens once per simulated instant
 however many requests changed at it, and re-keys the completion of only the requests
 whose rate moved (SimGrid's *lazy actions*: a stale completion is skipped when popped).
 Two things are kept between recomputations, both exact: the component each link was
@@ -86,6 +87,7 @@ class FairFabric(DataPlane):
         fast: bool = True,
         on_solve: SolveObserver | None = None,
         reuse: bool = True,
+        whole: bool = False,
     ) -> None:
         self.bw = [lk.bw_gbs for lk in graph.links]
         self._links = len(graph.links)
@@ -106,6 +108,9 @@ class FairFabric(DataPlane):
         # repeats (uniform) would only fill it.
         self._known: dict[tuple[Queue, ...], list[float]] = {}
         self._reuse = reuse  # off: every recomputation searches and fills afresh (tests)
+        # On: every recomputation covers every joined queue, the definition the
+        # selective update must equal (tests).
+        self._whole = whole
         self._fast = fast and not record
         self._redundant = frozenset(
             lk.id
@@ -359,37 +364,28 @@ class FairFabric(DataPlane):
     def _changed(self, queue: Queue) -> None:
         """Recompute the rates around ``queue``'s links once, at the end of this
         instant's events scheduled so far."""
-        if not self._dirty:
+        dirty = self._dirty
+        if not dirty:
             self.events.schedule(self.events.now, self._solve, None)
-        self._dirty.update(queue.links)
+        dirty.update(queue.links)
+        # Its requester's other queues move too (a queue that left no longer links
+        # them): one link of each leads the search to it.
+        for mate in self._joined[queue.requester]:
+            dirty.add(mate.links[0])
 
     def _solve(self, _: object) -> None:
-        """New rates for every queue connected to a changed link through shared links."""
+        """New rates for every queue connected to a changed link through shared links
+        or requesters."""
         now = self.events.now
         dirty = self._dirty
         self._dirty = set()
         self.solves += 1
-        if not self._reuse:
-            self._layout += 1  # no component found before this recomputation is kept
-        comps, layout = self._comp, self._layout
-        found: list[Queue] = []
-        first: Component | None = None  # the one component found (the usual case)
-        for i in dirty:
-            comp = comps[i]
-            if comp is None or comp.layout != layout:
-                comp = self._component(i)
-            if comp.stamp != self.solves and comp.queues:
-                comp.stamp = self.solves
-                if first is None:
-                    first = comp
-                else:
-                    if not found:
-                        found.extend(first.queues)
-                    found.extend(comp.queues)
-        if first is None:
-            return
+        if self._whole:
+            found = [queue for mine in self._joined.values() for queue in mine]
+        else:
+            found = self._affected(dirty)
         if not found:
-            found = first.queues  # sorted in place: its order is no part of it
+            return
         found.sort(key=age)
         key = tuple(found)
         rates = self._known.get(key) if self._reuse else None
@@ -410,24 +406,56 @@ class FairFabric(DataPlane):
             if head.rate != rate:
                 self._set_rate(head, rate, now)
 
+    def _affected(self, dirty: set[int]) -> list[Queue]:
+        """The queues of every component that holds a link of ``dirty`` (a list the
+        caller may sort: a component's own order is no part of it)."""
+        if not self._reuse:
+            self._layout += 1  # no component found before this recomputation is kept
+        comps, layout = self._comp, self._layout
+        found: list[Queue] = []
+        first: Component | None = None  # the one component found (the usual case)
+        for i in dirty:
+            comp = comps[i]
+            if comp is None or comp.layout != layout:
+                comp = self._component(i)
+            if comp.stamp != self.solves and comp.queues:
+                comp.stamp = self.solves
+                if first is None:
+                    first = comp
+                else:
+                    if not found:
+                        found.extend(first.queues)
+                    found.extend(comp.queues)
+        if first is None:
+            return found
+        return found if found else first.queues
+
     def _component(self, start: int) -> Component:
-        """The queues connected to link ``start`` through shared links, recorded on
-        every link it reaches (valid until a queue enters or leaves)."""
+        """The queues connected to link ``start`` through shared links or a shared
+        requester, recorded on every link it reaches (valid until a queue enters or
+        leaves)."""
         on = self._on
         self._searches += 1
         stamp = self._searches
         seen = {start}
         todo = [start]
         queues: list[Queue] = []
+        joined = self._joined
         while todo:
             for queue in on[todo.pop()]:
-                if queue.stamp != stamp:
-                    queue.stamp = stamp
-                    queues.append(queue)
-                    for i in queue.links:
-                        if i not in seen:
-                            seen.add(i)
-                            todo.append(i)
+                if queue.stamp == stamp:
+                    continue
+                # With the queue come its requester's other joined queues: age priority
+                # couples them (where an older one freezes sets where a younger one
+                # starts), so a requester is solved whole or its share is wrong.
+                for mate in joined[queue.requester]:
+                    if mate.stamp != stamp:
+                        mate.stamp = stamp
+                        queues.append(mate)
+                        for i in mate.links:
+                            if i not in seen:
+                                seen.add(i)
+                                todo.append(i)
         comp = Component(self._layout, queues)
         comps = self._comp
         for i in seen:
