@@ -13,6 +13,8 @@ at run time can load them instead of the compiled modules (kernbench/__init__.py
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -55,6 +57,10 @@ HOT = [
 ]
 # The shared runtime library: kernbench/_mypyc__mypyc*.so (mypyc appends "__mypyc").
 GROUP = "kernbench._mypyc"
+# What each compiled module's source was when it was compiled (sha256 by path), beside
+# the modules: kernbench/__init__.py runs the .py sources instead when one has changed
+# since (an editable install edited and not rebuilt).
+MANIFEST = "kernbench/_compiled.json"
 # -O1: as fast as -O2 and -O3 here, within the noise of a loaded 2-core machine, for
 # about 35 s of compile time instead of 50-55 (README "Compiled build").
 OPT_LEVEL = "1"
@@ -96,7 +102,7 @@ def ext_modules() -> list:
     if not _compiler_works():
         return []
     try:
-        return mypycify(
+        modules = mypycify(
             ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent", *HOT],
             opt_level=OPT_LEVEL,
             group_name=GROUP,
@@ -106,6 +112,19 @@ def ext_modules() -> list:
         # (CI) turns this fallback into a failing test.
         _say(f"mypyc could not compile the hot modules ({exc}); installing them pure")
         return []
+    _write_manifest()
+    return modules
+
+
+def _write_manifest() -> None:
+    """Record the sources just compiled (MANIFEST), for the check at import."""
+    sources = {}
+    for path in HOT:
+        with open(path, "rb") as f:
+            sources[path] = hashlib.sha256(f.read()).hexdigest()
+    with open(MANIFEST, "w") as f:
+        json.dump(sources, f, indent=0, sort_keys=True)
+        f.write("\n")
 
 
 setup(ext_modules=ext_modules())

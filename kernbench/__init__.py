@@ -5,13 +5,18 @@ The simulator's hot modules may be installed compiled by mypyc (setup.py), with 
 ``kernbench.*`` module load from its source instead (a finder put first on
 ``sys.meta_path`` here, before any submodule is imported), e.g. to profile the model
 with py-spy or cProfile, which cannot see inside compiled code. :func:`build` says
-which of the two was imported. This file itself always runs as Python.
+which of the two was imported. A compiled module whose ``.py`` has changed since it was
+compiled (an editable install edited and not rebuilt) would run its old code, so then
+every module runs from source, as under ``KERNBENCH_PURE=1``, with one line saying so.
+This file itself always runs as Python.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -24,6 +29,8 @@ except PackageNotFoundError:  # running from a source tree without an install
     __version__ = "0.0.0+source"
 
 PURE_ENV = "KERNBENCH_PURE"
+# setup.py's record of the sources it compiled (sha256 by path from the package's parent)
+MANIFEST = "_compiled.json"
 COMPILED = "compiled"
 PURE = "pure"
 
@@ -65,11 +72,47 @@ def pure_requested() -> bool:
     return value == "1"
 
 
+def stale_sources() -> list[str]:
+    """The compiled modules' sources (paths such as ``kernbench/sim/fabric.py``) that
+    differ from what setup.py compiled, by content; none without a compiled build."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(package, MANIFEST)) as f:
+            built: dict[str, str] = json.load(f)
+    except FileNotFoundError:
+        return []
+    root = os.path.dirname(package)
+    stale = []
+    for path, digest in sorted(built.items()):
+        try:
+            with open(os.path.join(root, path), "rb") as f:
+                now = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            now = ""
+        if now != digest:
+            stale.append(path)
+    return stale
+
+
 def _install_source_finder() -> None:
     try:
         wanted = pure_requested()
     except ValueError:  # reported by the command line (kernbench.cli.entry)
         return
+    if not wanted:
+        stale = stale_sources()
+        if stale:
+            others = len(stale) - 1
+            more = f" and {others} more compiled module{'s' * (others > 1)}" if others else ""
+            print(
+                f"kernbench: {stale[0]}{more} changed after the compiled build; running the"
+                f" .py sources ({PURE_ENV}=1) until it is rebuilt (pip install -e .)",
+                file=sys.stderr,
+            )
+            # The processes this one starts (a sweep's workers) run the same modules,
+            # and say nothing.
+            os.environ[PURE_ENV] = "1"
+            wanted = True
     if wanted and _SourceFinder not in sys.meta_path:
         sys.meta_path.insert(0, _SourceFinder)
 

@@ -17,6 +17,7 @@ import ast
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -169,6 +170,58 @@ def test_rows_name_their_build_and_the_cache_keeps_builds_apart(tmp_path, compil
     assert {k: v for k, v in first.items() if k not in volatile} == {
         k: v for k, v in pure.items() if k not in volatile
     }
+
+
+STALE_PROBE = """
+import os, subprocess, sys
+import kernbench, kernbench.sim.fabric as fabric
+child = subprocess.run([sys.executable, "-c", "import kernbench; print(kernbench.build())"],
+                       capture_output=True, text=True, check=True)
+print(kernbench.build(), os.environ.get("KERNBENCH_PURE"), kernbench.is_compiled(fabric),
+      child.stdout.strip(), repr(child.stderr))
+"""
+
+
+def test_a_compiled_module_edited_after_the_build_runs_from_its_source(tmp_path, compiled):
+    """An editable install edited and not rebuilt: the compiled copy of a changed hot
+    module would run the old code, so the process runs every module from source with one
+    line naming the file, and the processes it starts run them too, silently. An edit
+    to a module that is not compiled changes nothing. (A copy of the installed package,
+    imported through PYTHONPATH, is edited here, never the install itself.)"""
+    package = tmp_path / "site" / "kernbench"
+    shutil.copytree(
+        Path(kernbench.__file__).parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = {**environment(False), "PYTHONPATH": str(tmp_path / "site")}
+
+    def probe() -> tuple[str, str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", STALE_PROBE], cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout, proc.stderr
+
+    assert probe() == ("compiled None True compiled ''\n", "")
+    with open(package / "units.py", "a") as f:  # not a compiled module
+        f.write("# edited\n")
+    assert probe() == ("compiled None True compiled ''\n", "")
+    with open(package / "sim" / "fabric.py", "a") as f:
+        f.write("# edited\n")
+    assert probe() == (
+        "pure 1 False pure ''\n",
+        "kernbench: kernbench/sim/fabric.py changed after the compiled build; running the"
+        " .py sources (KERNBENCH_PURE=1) until it is rebuilt (pip install -e .)\n",
+    )
+    for name in ("address/allocator.py", "topology/routes.py"):  # the first and the last
+        with open(package / name, "a") as f:
+            f.write("# edited\n")
+    assert probe() == (
+        "pure 1 False pure ''\n",
+        "kernbench: kernbench/address/allocator.py and 2 more compiled modules changed after"
+        " the compiled build; running the .py sources (KERNBENCH_PURE=1) until it is rebuilt"
+        " (pip install -e .)\n",
+    )
 
 
 def test_fingerprint_covers_compiled_modules(tmp_path):

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -67,7 +68,9 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
     for name in SOURCES:
         if (ROOT / name).is_dir():
             shutil.copytree(
-                ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.so")
+                ROOT / name,
+                src / name,
+                ignore=shutil.ignore_patterns("__pycache__", "*.so", "_compiled.json"),
             )
         else:
             shutil.copy(ROOT / name, src / name)
@@ -90,6 +93,9 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
         [python, "-c", "import kernbench; print(kernbench.__file__, kernbench.build())"], elsewhere
     )
     assert where.stdout.startswith(str(venv))  # the installed copy, not this checkout
+    assert where.stderr == ""  # its compiled modules match its sources (no stale line)
+    if kernbench.build() == kernbench.COMPILED:  # what they were compiled from goes along
+        assert "kernbench/_compiled.json" in zipfile.ZipFile(wheel).namelist()
     # Built as this checkout's install was: compiled (setup.py), or pure Python when
     # KERNBENCH_PURE=1 is set (at build time here, and at run time) or without a compiler.
     build = kernbench.build()
