@@ -51,8 +51,8 @@ from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.flows import (
-    BOOKING,
     INFINITY,
+    Booking,
     Component,
     Done,
     Flow,
@@ -179,10 +179,17 @@ class FairFabric(DataPlane):
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
                 stop = start + queue.latency + hold
-                booked = queue.booked
-                while booked and booked[0] <= now:  # drained: forget it (and its stage)
-                    del booked[:BOOKING]
-                booked += (stop, start, nbytes, issue, seq, transfer)
+                booking = Booking(stop, start, nbytes, issue, seq, transfer)
+                oldest = queue.booked
+                while oldest is not None and oldest.stop <= now:
+                    oldest = oldest.next  # drained: forget it (and its stage)
+                youngest = queue.last
+                if oldest is None or youngest is None:
+                    queue.booked = booking
+                else:
+                    queue.booked = oldest
+                    youngest.next = booking
+                queue.last = booking
                 at = stop + access  # the reservation model's sum, in its order
                 if at > end:
                     end = at
@@ -250,9 +257,11 @@ class FairFabric(DataPlane):
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
         lat, cap, done = queue.latency, queue.cap, queue.who.done
-        booked = queue.booked
-        for k in range(0, len(booked), BOOKING):
-            stop, start, nbytes, issue, seq, transfer = booked[k : k + BOOKING]
+        booking = queue.booked
+        while booking is not None:
+            stop, start, issue, seq = booking.stop, booking.start, booking.issue, booking.seq
+            nbytes, transfer = booking.nbytes, booking.transfer
+            booking = booking.next
             drain = start + lat
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
@@ -267,7 +276,7 @@ class FairFabric(DataPlane):
                 flow.end_at = stop
                 self.events.schedule(stop, self._drained, flow)
             queue.flows.append(flow)
-        queue.booked.clear()
+        queue.booked = queue.last = None
         if queue.flows:
             queue.head = queue.flows[0].seq
             self._enter(queue)
