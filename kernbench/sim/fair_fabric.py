@@ -52,7 +52,6 @@ from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.flows import (
     INFINITY,
-    Booking,
     Component,
     Done,
     Flow,
@@ -179,17 +178,7 @@ class FairFabric(DataPlane):
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
                 stop = start + queue.latency + hold
-                booking = Booking(stop, start, nbytes, issue, seq, transfer)
-                oldest = queue.booked
-                while oldest is not None and oldest.stop <= now:
-                    oldest = oldest.next  # drained: forget it (and its stage)
-                youngest = queue.last
-                if oldest is None or youngest is None:
-                    queue.booked = booking
-                else:
-                    queue.booked = oldest
-                    youngest.next = booking
-                queue.last = booking
+                queue.book(stop, start, nbytes, issue, seq, transfer, now)
                 at = stop + access  # the reservation model's sum, in its order
                 if at > end:
                     end = at

@@ -6,7 +6,8 @@ itself, flows otherwise); a *requester* is one PE's DMA with its queues; a
 *component* is the queues a recomputation found connected through shared links. Plain
 records with slots: :mod:`kernbench.sim.fair_fabric` moves them through time and
 :mod:`kernbench.sim.fairshare` sets their rates; this module owns no behaviour
-beyond their constructors and two questions about a queue.
+beyond their constructors, a queue's arithmetic booking and two questions about a
+queue.
 """
 
 from __future__ import annotations
@@ -128,6 +129,42 @@ class Queue:
         # The FIFO's next free start (the reservation model's ``free_at``): its last
         # booking's bytes have all drained at ``free_at + latency``.
         self.free_at = 0.0
+
+    def book(
+        self,
+        stop: float,
+        start: float,
+        nbytes: int,
+        issue: float,
+        seq: int,
+        transfer: Transfer,
+        now: float,
+    ) -> None:
+        """Add an arithmetic booking at ``now``, dropping those drained by then. The
+        oldest drained record takes the new booking: a stream allocates none per
+        request (a fresh record per request was an eighth of a 1:1 access's instructions)."""
+        booking = self.booked
+        if booking is not None and booking.stop <= now:
+            oldest = booking.next
+            while oldest is not None and oldest.stop <= now:
+                oldest = oldest.next
+            booking.stop = stop
+            booking.start = start
+            booking.nbytes = nbytes
+            booking.issue = issue
+            booking.seq = seq
+            booking.transfer = transfer
+            booking.next = None
+        else:
+            oldest = booking
+            booking = Booking(stop, start, nbytes, issue, seq, transfer)
+        youngest = self.last
+        if oldest is None or youngest is None:
+            self.booked = booking
+        else:
+            self.booked = oldest
+            youngest.next = booking
+        self.last = booking
 
 
 class Booking:
