@@ -52,7 +52,6 @@ from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.flows import (
-    BOOKING,
     INFINITY,
     Component,
     Done,
@@ -184,10 +183,7 @@ class FairFabric(DataPlane):
                 hold = nbytes / queue.cap
                 queue.free_at = start + hold
                 stop = start + queue.latency + hold
-                booked = queue.booked
-                while booked and booked[0] <= now:  # drained: forget it (and its stage)
-                    del booked[:BOOKING]
-                booked += (stop, start, nbytes, issue, seq, transfer)
+                queue.book(stop, start, nbytes, issue, seq, transfer, now)
                 at = stop + access  # the reservation model's sum, in its order
                 if at > end:
                     end = at
@@ -255,9 +251,11 @@ class FairFabric(DataPlane):
         the one draining keeps its rate (nothing else has joined yet) and its end;
         those behind it wait in order; those not joined yet join at their time."""
         lat, cap, done = queue.latency, queue.cap, queue.who.done
-        booked = queue.booked
-        for k in range(0, len(booked), BOOKING):
-            stop, start, nbytes, issue, seq, transfer = booked[k : k + BOOKING]
+        booking = queue.booked
+        while booking is not None:
+            stop, start, issue, seq = booking.stop, booking.start, booking.issue, booking.seq
+            nbytes, transfer = booking.nbytes, booking.transfer
+            booking = booking.next
             drain = start + lat
             if stop <= now:
                 continue  # drained already: its completion is in the arithmetic part
@@ -272,7 +270,7 @@ class FairFabric(DataPlane):
                 flow.end_at = stop
                 self.events.schedule(stop, self._drained, flow)
             queue.flows.append(flow)
-        queue.booked.clear()
+        queue.booked = queue.last = None
         if queue.flows:
             queue.head = queue.flows[0].seq
             self._enter(queue)

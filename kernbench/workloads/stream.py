@@ -99,15 +99,18 @@ def pattern_peak_gbs(
     config and the pattern's targets (``uniform``: the run's own draws), not measured.
     """
     graph, router = system.graph, system.router
-    full, tail = divmod(w.bytes_per_pe, w.access_bytes)
-    sizes = [w.access_bytes] * full + ([tail] if tail else [])
     load: defaultdict[int, float] = defaultdict(float)
     total = 0
     for pe, mine in zip(active, owners, strict=True):
-        targets = mine if isinstance(mine, list) else [mine] * len(sizes)
-        to: Counter[int] = Counter()
-        for target, size in zip(targets, sizes, strict=True):
-            to[target] += size
+        to: dict[int, int]
+        if isinstance(mine, list):  # an owner per access
+            full, tail = divmod(w.bytes_per_pe, w.access_bytes)
+            sizes = [w.access_bytes] * full + ([tail] if tail else [])
+            to = Counter()
+            for target, size in zip(mine, sizes, strict=True):
+                to[target] += size
+        else:  # one owner: every byte goes there (no walk over the accesses)
+            to = {mine: w.bytes_per_pe}
         for target, nbytes in to.items():
             routers = graph.routers(graph.pes[target])
             for hbm_router in routers:
