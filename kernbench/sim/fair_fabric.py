@@ -366,10 +366,12 @@ class FairFabric(DataPlane):
         if not dirty:
             self.events.schedule(self.events.now, self._solve, None)
         dirty.update(queue.links)
-        # Its requester's other queues move too (a queue that left no longer links
-        # them): one link of each leads the search to it.
-        for mate in self._joined[queue.requester]:
-            dirty.add(mate.links[0])
+        if not queue.flows:
+            # It left: its requester's other queues move too, and nothing links them
+            # to it any more; one link of each leads the search to it. (A queue that
+            # joined or got a new head leads the search to them itself.)
+            for mate in self._joined[queue.requester]:
+                dirty.add(mate.links[0])
 
     def _solve(self, _: object) -> None:
         """New rates for every queue connected to a changed link through shared links
