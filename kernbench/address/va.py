@@ -135,6 +135,21 @@ class PeMMU:
         self._last = run = self._runs[i]
         return run
 
+    def page_pa(self, va: int, nbytes: int) -> int:
+        """The PA of ``va`` when its ``nbytes`` lie in one page and in its run's valid
+        bytes (the usual case), else -1 (``translate_range`` then says what they are):
+        an int, not the run, so a compiled build boxes no tuple per access."""
+        run = self._last
+        page = va >> self.shift
+        if not run[0] <= page < run[1]:
+            found = self.run_of(va)
+            if found is None:
+                return -1
+            run = found
+        if (va & self.mask) + nbytes <= self.page_size and va + nbytes <= run[3]:
+            return run[2] + va - (run[0] << self.shift)
+        return -1
+
     def translate(self, va: int) -> int | None:
         """The PA of one VA byte, or None on a page fault (outside every tensor this
         PE holds). A VA in a hole of a tensor is a fault."""
@@ -198,13 +213,8 @@ class VaModel(AddressModelPolicy):
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]
-        run = mmu.run_of(addr)  # inside one page and its valid bytes: the usual case
-        if (
-            run is not None
-            and (addr & mmu.mask) + nbytes <= mmu.page_size
-            and addr + nbytes <= run[3]
-        ):
-            pa = run[2] + addr - (run[0] << mmu.shift)
+        pa = mmu.page_pa(addr, nbytes)  # inside one page and its valid bytes: the usual case
+        if pa >= 0:
             return self.physical.resolve(pa, nbytes), mmu.tlb_overhead_ns
         pieces = mmu.translate_range(addr, nbytes)
         if pieces is None:
