@@ -76,11 +76,21 @@ def environment() -> dict[str, str]:
 def run_cli(cwd: Path, argv: list[str], **popen: Any) -> subprocess.CompletedProcess:
     """``argv`` (as :func:`command` builds it) run from ``cwd`` as a user's shell runs
     it: its own process, the test's environment without HYDRA_FULL_ERROR, output
-    captured as text."""
-    return subprocess.run(
-        argv, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=300,
-        check=False, **popen,
-    )  # fmt: skip
+    captured as text. One still running after 300 s fails the test with every thread's
+    stack (SIGABRT, which ``PYTHONFAULTHANDLER`` turns into a traceback dump): a hang
+    seen once in CI, under load, should say where it was."""
+    env = {**environment(), "PYTHONFAULTHANDLER": "1"}
+    with subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        **popen,
+    ) as proc:  # fmt: skip
+        try:
+            out, err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate()
+            pytest.fail(f"still running after 300 s: {argv}\n{out[-2000:]}\n{err[-12000:]}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def sweep(
