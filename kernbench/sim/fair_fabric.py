@@ -426,9 +426,7 @@ class FairFabric(DataPlane):
                     if not found:
                         found.extend(first.queues)
                     found.extend(comp.queues)
-        if first is None:
-            return found
-        return found if found else first.queues
+        return first.queues if first is not None and not found else found
 
     def _component(self, start: int) -> Component:
         """The queues connected to link ``start`` through shared links or a shared
