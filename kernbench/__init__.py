@@ -74,13 +74,18 @@ def pure_requested() -> bool:
 
 def stale_sources() -> list[str]:
     """The compiled modules' sources (paths such as ``kernbench/sim/fabric.py``) that
-    differ from what setup.py compiled, by content; none without a compiled build."""
+    differ from what setup.py compiled, by content; none without a compiled build. A
+    record that cannot be read vouches for nothing: then it is the one named."""
     package = os.path.dirname(os.path.abspath(__file__))
     try:
         with open(os.path.join(package, MANIFEST)) as f:
-            built: dict[str, str] = json.load(f)
+            built = json.load(f)
     except FileNotFoundError:
         return []
+    except (OSError, ValueError):
+        built = None
+    if not isinstance(built, dict):
+        return [f"{__name__}/{MANIFEST}"]
     root = os.path.dirname(package)
     stale = []
     for path, digest in sorted(built.items()):

@@ -186,7 +186,8 @@ def test_a_compiled_module_edited_after_the_build_runs_from_its_source(tmp_path,
     """An editable install edited and not rebuilt: the compiled copy of a changed hot
     module would run the old code, so the process runs every module from source with one
     line naming the file, and the processes it starts run them too, silently. An edit
-    to a module that is not compiled changes nothing. (A copy of the installed package,
+    to a module that is not compiled changes nothing; an unreadable record of the build
+    is named the same way. (A copy of the installed package,
     imported through PYTHONPATH, is edited here, never the install itself.)"""
     package = tmp_path / "site" / "kernbench"
     shutil.copytree(
@@ -221,6 +222,12 @@ def test_a_compiled_module_edited_after_the_build_runs_from_its_source(tmp_path,
         "kernbench: kernbench/address/allocator.py and 2 more compiled modules changed after"
         " the compiled build; running the .py sources (KERNBENCH_PURE=1) until it is rebuilt"
         " (pip install -e .)\n",
+    )
+    (package / "_compiled.json").write_text("{ cut short")  # the record itself unreadable
+    assert probe() == (
+        "pure 1 False pure ''\n",
+        "kernbench: kernbench/_compiled.json changed after the compiled build; running the"
+        " .py sources (KERNBENCH_PURE=1) until it is rebuilt (pip install -e .)\n",
     )
 
 
