@@ -14,6 +14,7 @@ at run time can load them instead of the compiled modules (kernbench/__init__.py
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import json
 import os
 import sys
@@ -91,6 +92,14 @@ def _compiler_works() -> bool:
 
 
 def ext_modules() -> list:
+    modules = _compiled_modules()
+    if not modules:
+        _remove_earlier_build()
+    return modules
+
+
+def _compiled_modules() -> list:
+    """mypyc's extension modules for HOT, or none (with the one line saying why)."""
     if os.environ.get("KERNBENCH_PURE") == "1":
         _say("KERNBENCH_PURE=1: installing the pure-Python modules")
         return []
@@ -114,6 +123,21 @@ def ext_modules() -> list:
         return []
     _write_manifest()
     return modules
+
+
+def _remove_earlier_build() -> None:
+    """Delete what an earlier compiled build left in the source tree (an editable
+    install compiles in place): its modules sit beside the sources and would still be
+    imported, compiled from whatever the sources were then, by a build that compiled
+    nothing (``KERNBENCH_PURE=1 pip install -e .`` reported itself compiled)."""
+    stems = [path[: -len(".py")] for path in HOT]
+    stems.append(GROUP.replace(".", "/") + "__mypyc")
+    names = [stem + suffix for stem in stems for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    found = [name for name in [*names, MANIFEST] if os.path.exists(name)]
+    for name in found:
+        os.remove(name)
+    if found:
+        _say(f"removed {len(found)} file(s) an earlier compiled build left, e.g. {found[0]}")
 
 
 def _write_manifest() -> None:

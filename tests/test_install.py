@@ -9,6 +9,7 @@ land under ``./outputs`` of that directory. About 10 s, so it runs in the defaul
 
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import shutil
 import subprocess
@@ -36,8 +37,11 @@ SOURCES = (
 )
 
 
-def _run(argv: list[str | Path], cwd: Path) -> subprocess.CompletedProcess:
+def _run(
+    argv: list[str | Path], cwd: Path, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HYDRA_FULL_ERROR")}
+    env |= extra or {}
     proc = subprocess.run(
         [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
@@ -62,8 +66,8 @@ def test_pyproject_lists_every_package():
 
 
 @pytest.mark.slow
-def test_wheel_install_runs_presets_from_anywhere(tmp_path):
-    src = tmp_path / "src"
+def _copy_sources(src: Path) -> None:
+    """The source tree as a fresh clone has it (no build products)."""
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
@@ -74,8 +78,15 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
             )
         else:
             shutil.copy(ROOT / name, src / name)
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    _run([*pip, "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src], tmp_path)
+
+
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+
+def test_wheel_install_runs_presets_from_anywhere(tmp_path):
+    src = tmp_path / "src"
+    _copy_sources(src)
+    _run([*PIP, "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src], tmp_path)
     [wheel] = (tmp_path / "dist").glob("*.whl")
 
     venv = tmp_path / "venv"
@@ -85,7 +96,7 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp_path
     )
     Path(site.stdout.strip(), "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    _run([*pip, "--python", python, "install", "-q", "--no-deps", "--no-index", wheel], tmp_path)
+    _run([*PIP, "--python", python, "install", "-q", "--no-deps", "--no-index", wheel], tmp_path)
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -129,6 +140,38 @@ def test_wheel_install_runs_presets_from_anywhere(tmp_path):
         "ok",
     ]
     assert (sweep / ".hydra" / "points.yaml").is_file()  # written by the kernbench sweeper
+
+
+def test_a_pure_build_removes_what_an_earlier_compiled_build_left_in_the_tree(tmp_path):
+    """An editable install compiles in place: its modules sit beside their sources, and
+    a later build that compiles nothing (``KERNBENCH_PURE=1``, no compiler, mypyc
+    failing) must not leave them to be imported as if compiled from today's sources."""
+    src = tmp_path / "src"
+    _copy_sources(src)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    left = [
+        src / "kernbench" / "sim" / f"fabric{suffix}",  # a compiled module (setup.HOT)
+        src / "kernbench" / f"tl{suffix}",
+        src / "kernbench" / f"_mypyc__mypyc{suffix}",  # mypyc's runtime library
+        src / "kernbench" / "_compiled.json",  # what they were compiled from
+    ]
+    for path in left:
+        path.write_bytes(b"an earlier build")
+    kept = src / "kernbench" / "sim" / f"not_compiled_by_us{suffix}"
+    kept.write_bytes(b"someone else's")
+    build = _run(
+        [*PIP, "wheel", "-v", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", src],
+        tmp_path,
+        {"KERNBENCH_PURE": "1"},
+    )
+    assert [p for p in left if p.exists()] == []
+    assert kept.exists()  # only what setup.py itself builds is removed
+    said = build.stdout + build.stderr  # pip -v passes on what setup.py prints
+    assert "kernbench build: removed 4 file(s) an earlier compiled build left" in said
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "kernbench/sim/fabric.py" in names
+    assert [n for n in names if n.endswith(".so") or n.endswith("_compiled.json")] == []
 
 
 COMPOSE_ELSEWHERE = """
