@@ -22,10 +22,16 @@ oldest queue; a requester whose queues are all frozen is done.
 The rounds are not run one by one. Every active queue's rate is the common *level*
 minus the level at which it became active, so a link with ``k`` active queues whose
 start levels sum to ``S``, carrying ``F`` of frozen rate, saturates at level
-``(bw - F + S) / k``; a heap of those levels pops the next link to saturate, and only
-the links of queues that freeze or start are re-keyed. A solve so costs what its
-queues touch (about ``queues x path x log links``), not ``rounds x queues``: a
-component of 177 queues in 1:1 uniform traffic takes about a hundred rounds.
+``(bw - F + S) / k``. Each link keeps that key, re-computed only when a queue on it
+freezes or starts; each round takes the link with the lowest key (the first used,
+among equal keys) and freezes its queues. A solve so costs what its queues touch plus
+``rounds x links`` key comparisons, not ``rounds x queues``. The lowest key is found
+by a scan, not a heap: solves here have a few rounds over a few dozen links (1:1
+uniform traffic on 16 PEs: 7 rounds over 114 links, at most 50 rounds; a Triton
+launch: 10 rounds over 48), and a heap's tuple entries, compared generically, cost
+more than the scan (a fifth of a solve's instructions). Per-link state is indexed by
+link id in lists as long as the topology's (a solve allocates a few, and looks up no
+dict per link).
 
 This module owns the arithmetic only: no time, no events (those are
 :mod:`kernbench.sim.fair_fabric`'s).
@@ -33,8 +39,7 @@ This module owns the arithmetic only: no time, no events (those are
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from heapq import heapify, heappop, heappush
+from collections.abc import Hashable
 from typing import Final
 
 # A rate below this many bytes/ns is rounding, never a real share: it is zero.
@@ -42,9 +47,9 @@ NO_RATE: Final = 1e-9
 
 
 def progressive_fill(
-    requesters: Sequence[Hashable],
-    links: Sequence[tuple[int, ...]],
-    bw: Sequence[float],
+    requesters: list[Hashable],
+    links: list[tuple[int, ...]],
+    bw: list[float],
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
     list), with its requester and its route's link ids; ``bw`` by link id."""
@@ -53,27 +58,26 @@ def progressive_fill(
     frozen = [False] * n
     running = [False] * n  # its requester's active queue
     began = [0.0] * n  # the level at which each active queue started
-    # The component's links, numbered from 0 here in order of first use (a topology
-    # has hundreds): the number breaks ties between links that saturate at one level.
-    number: dict[int, int] = {}
-    cap: list[float] = []
+    # Per link, by id (a topology has hundreds, a solve touches a few dozen): its place
+    # in ``used`` (-1: unused here), frozen load on it, active queues, the sum of their
+    # start levels, the level at which it saturates (valid while it has active queues),
+    # whether it has saturated, and whether it is to be re-keyed.
+    nlinks = len(bw)
+    number = [-1] * nlinks
+    load = [0.0] * nlinks
+    active = [0] * nlinks
+    starts = [0.0] * nlinks
+    key = [0.0] * nlinks
+    full = [False] * nlinks
+    moved = [False] * nlinks
+    # The links these queues use, in order of first use: the order that breaks ties
+    # between links saturating at one level; and the queues on each, by that number.
+    used: list[int] = []
     users: list[list[int]] = []
-    paths: list[list[int]] = []
     owner: list[int] = []  # per queue, its requester's index
     order: list[list[int]] = []  # per requester, its queues oldest first
     index: dict[Hashable, int] = {}
     for q in range(n):
-        path = []
-        for lk in links[q]:
-            i = number.get(lk)
-            if i is None:
-                i = number[lk] = len(cap)
-                cap.append(bw[lk])
-                users.append([q])
-            else:
-                users[i].append(q)
-            path.append(i)
-        paths.append(path)
         who = requesters[q]
         r = index.get(who)
         if r is None:
@@ -82,34 +86,40 @@ def progressive_fill(
         else:
             order[r].append(q)
         owner.append(r)
-    nlinks = len(cap)
-    # Per link: frozen load on it, active queues, the sum of their start levels, and a
-    # version (heap entries of an older version are stale).
-    load = [0.0] * nlinks
-    active = [0] * nlinks
-    starts = [0.0] * nlinks
-    version = [0] * nlinks
+        for lk in links[q]:
+            i = number[lk]
+            if i < 0:
+                number[lk] = len(used)
+                used.append(lk)
+                users.append([q])
+            else:
+                users[i].append(q)
     at = [0] * len(order)
     for mine in order:  # every requester starts its oldest queue at level 0
         running[mine[0]] = True
-        for lk in paths[mine[0]]:
+        for lk in links[mine[0]]:
             active[lk] += 1
-    heap = [(cap[lk] / active[lk], lk, 0) for lk in range(nlinks) if active[lk]]
-    heapify(heap)
-    while heap:
-        level, lk, v = heappop(heap)
-        if v != version[lk]:
-            continue
-        version[lk] += 1  # saturated: no unfrozen queue crosses it any more
+    for lk in used:
+        if active[lk]:
+            key[lk] = bw[lk] / active[lk]
+    while True:
+        # The next link to saturate: the lowest key, the first used among equal ones.
+        lk = -1
+        level = 0.0
+        for i in used:
+            if active[i] and not full[i] and (lk < 0 or key[i] < level):
+                lk = i
+                level = key[i]
+        if lk < 0:
+            return rate
+        full[lk] = True  # saturated: no unfrozen queue crosses it any more
         hit = []  # the active queues it stops (the others freeze at zero)
-        for q in users[lk]:
+        for q in users[number[lk]]:
             if not frozen[q]:
                 frozen[q] = True
                 if running[q]:
                     hit.append(q)
-        # Links whose key moved: each is pushed once, with its state after the last
-        # queue that touched it (what a push per touch would leave valid).
-        moved: list[int] = []
+        touched: list[int] = []  # links whose key moved, each re-keyed once below
         for q in hit:
             running[q] = False
             share = level - began[q]
@@ -117,14 +127,14 @@ def progressive_fill(
                 share = 0.0
             rate[q] = share
             b = began[q]
-            for other in paths[q]:
+            for other in links[q]:
                 if other != lk:
                     active[other] -= 1
                     starts[other] -= b
                     load[other] += share
-                    if version[other] >= 0:
-                        version[other] = ~version[other]  # marked: re-key it below
-                        moved.append(other)
+                    if not moved[other]:
+                        moved[other] = True
+                        touched.append(other)
             r = owner[q]
             mine = order[r]
             i = at[r] + 1
@@ -135,15 +145,14 @@ def progressive_fill(
                 q = mine[i]
                 running[q] = True
                 began[q] = level
-                for other in paths[q]:
+                for other in links[q]:
                     active[other] += 1
                     starts[other] += level
-                    if version[other] >= 0:
-                        version[other] = ~version[other]
-                        moved.append(other)
-        for other in moved:
-            v = version[other] = ~version[other] + 1
+                    if not moved[other]:
+                        moved[other] = True
+                        touched.append(other)
+        for other in touched:
+            moved[other] = False
             k = active[other]
             if k:
-                heappush(heap, ((cap[other] - load[other] + starts[other]) / k, other, v))
-    return rate
+                key[other] = (bw[other] - load[other] + starts[other]) / k
