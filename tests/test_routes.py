@@ -1,0 +1,61 @@
+"""Routes found by one search per source equal the routes a search per (source,
+destination) pair finds, which stops at its destination (kernbench.topology.routes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+
+import pytest
+
+from kernbench.topology.graph import DATA, TopologyGraph, build_graph
+from kernbench.topology.routes import Router
+from tests.support import make_cfg
+
+
+def pairwise(graph: TopologyGraph, src: str, dst: str) -> tuple[tuple[int, ...], float] | None:
+    """The route by a search that stops when it pops ``dst``: least latency, then fewest
+    hops, then node name; a DMA engine is never a transit hop."""
+    heap: list[tuple[float, int, str, tuple[int, ...]]] = [(0.0, 0, src, ())]
+    seen: set[str] = set()
+    while heap:
+        lat, hops, node, path = heapq.heappop(heap)
+        if node == dst:
+            return path, lat
+        if node in seen or (node != src and node.endswith(".dma")):
+            continue
+        seen.add(node)
+        for lk in graph.out_links[node]:
+            if lk.plane == DATA and lk.dst not in seen:
+                heapq.heappush(heap, (lat + lk.latency_ns, hops + 1, lk.dst, path + (lk.id,)))
+    return None
+
+
+def graph(cubes: int, pes: int, channels: int, sips: int) -> TopologyGraph:
+    topo = dataclasses.replace(
+        make_cfg(one_to_one=True).topology, n_sips=sips, cubes_per_sip=cubes, pes_per_cube=pes
+    )
+    topo.cube.memory_map.hbm_pseudo_channels = channels * pes
+    topo.cube.memory_map.hbm_channels_per_pe = channels
+    return build_graph(topo)
+
+
+@pytest.mark.parametrize("shape", [(2, 8, 8, 1), (4, 2, 2, 2), (1, 3, 1, 1)])
+def test_every_route_equals_the_search_that_stops_at_its_destination(shape):
+    g = graph(*shape)
+    router = Router(g)
+    sources = [pe.node("dma") for pe in g.pes]
+    nodes = sorted(g.out_links)
+    for src in sources:
+        for dst in nodes:
+            want = pairwise(g, src, dst)
+            if want is None:
+                with pytest.raises(KeyError, match=f"no data route from {src} to {dst}"):
+                    router.route(src, dst)
+                continue
+            route = router.route(src, dst)
+            assert (route.link_ids, route.latency_ns) == want
+            assert route.nodes == (src, *(g.links[i].dst for i in route.link_ids))
+            assert route.min_bw_gbs == min(
+                (g.links[i].bw_gbs for i in want[0]), default=float("inf")
+            )
