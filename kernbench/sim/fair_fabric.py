@@ -131,6 +131,7 @@ class FairFabric(DataPlane):
         self._layout = 0  # bumped when a queue enters or leaves
         self._comp: list[Component | None] = [None for _ in links]
         self._searches = 0
+        self._reached = [0 for _ in links]  # the last search that reached each link
 
     @property
     def bytes_carried(self) -> list[int]:
@@ -435,12 +436,14 @@ class FairFabric(DataPlane):
         on = self._on
         self._searches += 1
         stamp = self._searches
-        seen = {start}
-        todo = [start]
+        reached = self._reached
+        reached[start] = stamp
+        links = [start]  # every link reached, in order; those before ``at`` are walked
+        at = 0
         queues: list[Queue] = []
         joined = self._joined
-        while todo:
-            for queue in on[todo.pop()]:
+        while at < len(links):
+            for queue in on[links[at]]:
                 if queue.stamp == stamp:
                     continue
                 # With the queue come its requester's other joined queues: age priority
@@ -451,12 +454,13 @@ class FairFabric(DataPlane):
                         mate.stamp = stamp
                         queues.append(mate)
                         for i in mate.links:
-                            if i not in seen:
-                                seen.add(i)
-                                todo.append(i)
+                            if reached[i] != stamp:
+                                reached[i] = stamp
+                                links.append(i)
+            at += 1
         comp = Component(self._layout, queues)
         comps = self._comp
-        for i in seen:
+        for i in links:
             comps[i] = comp
         return comp
 
