@@ -45,9 +45,11 @@ class Transfer:
         self.end = -1.0
 
 
-def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool):
+def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool, sips: int = 1):
     cfg = make_cfg(one_to_one=one_to_one)
-    topo = dataclasses.replace(cfg.topology, pes_per_cube=pes_per_cube, cubes_per_sip=cubes)
+    topo = dataclasses.replace(
+        cfg.topology, pes_per_cube=pes_per_cube, cubes_per_sip=cubes, n_sips=sips
+    )
     topo.cube.memory_map.hbm_pseudo_channels = channels * pes_per_cube
     topo.cube.memory_map.hbm_channels_per_pe = channels
     return build_graph(topo)

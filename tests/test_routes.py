@@ -3,14 +3,13 @@ destination) pair finds, which stops at its destination (kernbench.topology.rout
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 
 import pytest
 
-from kernbench.topology.graph import DATA, TopologyGraph, build_graph
+from kernbench.topology.graph import DATA, TopologyGraph
 from kernbench.topology.routes import Router
-from tests.support import make_cfg
+from tests.test_fair_properties import topology
 
 
 def pairwise(graph: TopologyGraph, src: str, dst: str) -> tuple[tuple[int, ...], float] | None:
@@ -31,18 +30,9 @@ def pairwise(graph: TopologyGraph, src: str, dst: str) -> tuple[tuple[int, ...],
     return None
 
 
-def graph(cubes: int, pes: int, channels: int, sips: int) -> TopologyGraph:
-    topo = dataclasses.replace(
-        make_cfg(one_to_one=True).topology, n_sips=sips, cubes_per_sip=cubes, pes_per_cube=pes
-    )
-    topo.cube.memory_map.hbm_pseudo_channels = channels * pes
-    topo.cube.memory_map.hbm_channels_per_pe = channels
-    return build_graph(topo)
-
-
-@pytest.mark.parametrize("shape", [(2, 8, 8, 1), (4, 2, 2, 2), (1, 3, 1, 1)])
+@pytest.mark.parametrize("shape", [(8, 2, 8, True), (2, 4, 2, True, 2), (3, 1, 1, False)])
 def test_every_route_equals_the_search_that_stops_at_its_destination(shape):
-    g = graph(*shape)
+    g = topology(*shape)
     router = Router(g)
     sources = [pe.node("dma") for pe in g.pes]
     nodes = sorted(g.out_links)
