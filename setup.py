@@ -49,13 +49,18 @@ HOT = [
     "kernbench/sim/events.py",
     "kernbench/sim/fabric.py",
     "kernbench/sim/fair_fabric.py",
-    "kernbench/sim/fairshare.py",
     "kernbench/sim/flows.py",
     "kernbench/sim/metrics.py",
     "kernbench/sim/oplog.py",
     "kernbench/sim/scheduler.py",
     "kernbench/sim/system.py",
 ]
+# Hot modules whose compiled build is written in C by hand (module source -> C source):
+# progressive filling, on C arrays where mypyc would box every list element (the .py is
+# the pure build, the specification the C follows step for step; see the .c's header).
+NATIVE = {"kernbench/sim/fairshare.py": "kernbench/sim/fairshare.c"}
+# The C must do the .py's float operations exactly: no fused multiply-add.
+NATIVE_FLAGS = ["-ffp-contract=off"]
 # The shared runtime library: kernbench/_mypyc__mypyc*.so (mypyc appends "__mypyc").
 GROUP = "kernbench._mypyc"
 # What each compiled module's source was when it was compiled (sha256 by path), beside
@@ -99,7 +104,8 @@ def ext_modules() -> list:
 
 
 def _compiled_modules() -> list:
-    """mypyc's extension modules for HOT, or none (with the one line saying why)."""
+    """mypyc's extension modules for HOT and the C ones of NATIVE, or none (with the
+    one line saying why)."""
     if os.environ.get("KERNBENCH_PURE") == "1":
         _say("KERNBENCH_PURE=1: installing the pure-Python modules")
         return []
@@ -122,7 +128,18 @@ def _compiled_modules() -> list:
         _say(f"mypyc could not compile the hot modules ({exc}); installing them pure")
         return []
     _write_manifest()
-    return modules
+    return [*modules, *_native_modules()]
+
+
+def _native_modules() -> list:
+    from setuptools import Extension
+
+    return [
+        Extension(
+            path[: -len(".py")].replace("/", "."), [c_source], extra_compile_args=NATIVE_FLAGS
+        )
+        for path, c_source in NATIVE.items()
+    ]
 
 
 def _remove_earlier_build() -> None:
@@ -130,7 +147,7 @@ def _remove_earlier_build() -> None:
     install compiles in place): its modules sit beside the sources and would still be
     imported, compiled from whatever the sources were then, by a build that compiled
     nothing (``KERNBENCH_PURE=1 pip install -e .`` reported itself compiled)."""
-    stems = [path[: -len(".py")] for path in HOT]
+    stems = [path[: -len(".py")] for path in [*HOT, *NATIVE]]
     stems.append(GROUP.replace(".", "/") + "__mypyc")
     names = [stem + suffix for stem in stems for suffix in importlib.machinery.EXTENSION_SUFFIXES]
     found = [name for name in [*names, MANIFEST] if os.path.exists(name)]
@@ -143,7 +160,7 @@ def _remove_earlier_build() -> None:
 def _write_manifest() -> None:
     """Record the sources just compiled (MANIFEST), for the check at import."""
     sources = {}
-    for path in HOT:
+    for path in [*HOT, *NATIVE, *NATIVE.values()]:
         with open(path, "rb") as f:
             sources[path] = hashlib.sha256(f.read()).hexdigest()
     with open(MANIFEST, "w") as f:

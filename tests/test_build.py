@@ -44,8 +44,10 @@ def setup_constant(name: str) -> object:
 
 
 def hot_modules() -> list[str]:
-    """The modules setup.py compiles (its ``HOT`` list), as dotted names."""
-    return [p.removesuffix(".py").replace("/", ".") for p in setup_constant("HOT")]  # type: ignore[attr-defined]
+    """The modules setup.py compiles (mypyc's ``HOT`` list and the hand-written C of
+    ``NATIVE``), as dotted names."""
+    paths = [*setup_constant("HOT"), *setup_constant("NATIVE")]  # type: ignore[misc]
+    return [p.removesuffix(".py").replace("/", ".") for p in paths]
 
 
 def environment(pure: bool) -> dict[str, str]:
@@ -102,7 +104,8 @@ def test_pure_env_loads_every_module_from_source(tmp_path):
 
 
 def test_build_says_what_was_imported(tmp_path, compiled):
-    """The compiled install: exactly setup.py's hot modules are compiled, with mypyc's
+    """The compiled install: exactly setup.py's hot modules are compiled (by mypyc, or
+    from their C), with mypyc's
     shared runtime library inside the package (``kernbench._mypyc__mypyc``, found from
     any directory), and build() says compiled; kernbench/__init__.py stays Python."""
     got = json.loads(python(LOADED, pure=False, cwd=tmp_path))

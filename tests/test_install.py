@@ -152,6 +152,7 @@ def test_a_pure_build_removes_what_an_earlier_compiled_build_left_in_the_tree(tm
     left = [
         src / "kernbench" / "sim" / f"fabric{suffix}",  # a compiled module (setup.HOT)
         src / "kernbench" / f"tl{suffix}",
+        src / "kernbench" / "sim" / f"fairshare{suffix}",  # one built from C (setup.NATIVE)
         src / "kernbench" / f"_mypyc__mypyc{suffix}",  # mypyc's runtime library
         src / "kernbench" / "_compiled.json",  # what they were compiled from
     ]
@@ -167,7 +168,7 @@ def test_a_pure_build_removes_what_an_earlier_compiled_build_left_in_the_tree(tm
     assert [p for p in left if p.exists()] == []
     assert kept.exists()  # only what setup.py itself builds is removed
     said = build.stdout + build.stderr  # pip -v passes on what setup.py prints
-    assert "kernbench build: removed 4 file(s) an earlier compiled build left" in said
+    assert "kernbench build: removed 5 file(s) an earlier compiled build left" in said
     [wheel] = (tmp_path / "dist").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "kernbench/sim/fabric.py" in names

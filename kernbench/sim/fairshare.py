@@ -34,7 +34,11 @@ link id in lists as long as the topology's (a solve allocates a few, and looks u
 dict per link).
 
 This module owns the arithmetic only: no time, no events (those are
-:mod:`kernbench.sim.fair_fabric`'s).
+:mod:`kernbench.sim.fair_fabric`'s). It is what the pure-Python build runs; the compiled
+build runs ``fairshare.c`` instead, the same steps on C arrays (setup.py's ``NATIVE``),
+bit for bit the same rates (``tests/test_fairshare_native.py``): compiled by mypyc, this
+function cost about 4,000 instructions per queue, every list element boxed, and a Triton
+launch under ``fair`` spent 59% of its simulation here (1:1 ``uniform``: 43%).
 """
 
 from __future__ import annotations
