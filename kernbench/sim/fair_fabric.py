@@ -50,7 +50,7 @@ from typing import Final
 
 from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import DataPlane, PhysicalRequest, TraceCall
-from kernbench.sim.fairshare import progressive_fill
+from kernbench.sim.fairshare import age_order, progressive_fill
 from kernbench.sim.flows import (
     INFINITY,
     Component,
@@ -59,7 +59,6 @@ from kernbench.sim.flows import (
     Queue,
     Requester,
     Transfer,
-    age,
     draining,
 )
 from kernbench.topology.graph import TopologyGraph
@@ -122,6 +121,7 @@ class FairFabric(DataPlane):
         self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
         self._requesters: dict[int, Requester] = {}  # by id(routes): one mapping per DMA
         self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
+        self._rids: dict[str, int] = {}  # requester -> its number (Queue.rid)
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
         # The component each link was last found in, while the layout (which queues
@@ -176,7 +176,9 @@ class FairFabric(DataPlane):
             nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
-                queue = queues[req[0]] = Queue(routes[req[0]], self._redundant, who)
+                route = routes[req[0]]
+                rid = self._rids.setdefault(route.nodes[0], len(self._rids))
+                queue = queues[req[0]] = Queue(route, self._redundant, who, rid)
             queue.moved += nbytes
             seq += 1
             if not who.fluid and (queue.holds or (self._fast and self._alone(queue, now))):
@@ -387,13 +389,12 @@ class FairFabric(DataPlane):
             found = self._affected(dirty)
         if not found:
             return
-        found.sort(key=age)
+        heads = [q.head for q in found]
+        found = [found[i] for i in age_order(heads)]
         key = tuple(found)
         rates = self._known.get(key) if self._reuse else None
         if rates is None:
-            rates = progressive_fill(
-                [q.requester for q in found], [q.links for q in found], self.bw
-            )
+            rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
             if len(self._known) == KNOWN:
                 self._known.clear()
             self._known[key] = rates
@@ -408,8 +409,8 @@ class FairFabric(DataPlane):
                 self._set_rate(head, rate, now)
 
     def _affected(self, dirty: set[int]) -> list[Queue]:
-        """The queues of every component that holds a link of ``dirty`` (a list the
-        caller may sort: a component's own order is no part of it)."""
+        """The queues of every component that holds a link of ``dirty``, in no
+        particular order (the caller puts them in age order)."""
         if not self._reuse:
             self._layout += 1  # no component found before this recomputation is kept
         comps, layout = self._comp, self._layout

@@ -17,62 +17,64 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A rate below this many bytes/ns is rounding, never a real share (fairshare.NO_RATE). */
 static const double NO_RATE = 1e-9;
 
-/* Link id -> its u in this call: a table kept between calls, valid where its stamp is
- * this call's (no clearing of hundreds of entries per call). */
-static Py_ssize_t *slot_of = NULL;
-static unsigned long *stamp_of = NULL;
-static Py_ssize_t slots = 0;
+/* Tables kept between calls (the GIL is held throughout, and a call never re-enters):
+ * link id -> its u, and requester number -> its index in this call, each valid where
+ * its stamp is this call's (no clearing of hundreds of entries per call); and one arena
+ * the call's arrays are carved from (no allocation per call once it has grown). */
+typedef struct {
+    Py_ssize_t *slot;
+    unsigned long *stamp;
+    Py_ssize_t size;
+} Table;
+
+static Table link_table, requester_table;
+static double *link_bw = NULL; /* by u: each used link's bandwidth */
+static Py_ssize_t link_bw_size = 0;
 static unsigned long stamp = 0;
+static char *arena = NULL;
+static size_t arena_size = 0;
 
 static int
-reserve_slots(Py_ssize_t nlinks)
+reserve(Table *t, Py_ssize_t size)
 {
-    if (nlinks <= slots)
+    if (size <= t->size)
         return 0;
-    Py_ssize_t *s = PyMem_Realloc(slot_of, (size_t)nlinks * sizeof(Py_ssize_t));
+    Py_ssize_t *s = PyMem_Realloc(t->slot, (size_t)size * sizeof(Py_ssize_t));
     if (s == NULL)
         return -1;
-    slot_of = s;
-    unsigned long *t = PyMem_Realloc(stamp_of, (size_t)nlinks * sizeof(unsigned long));
-    if (t == NULL)
+    t->slot = s;
+    unsigned long *st = PyMem_Realloc(t->stamp, (size_t)size * sizeof(unsigned long));
+    if (st == NULL)
         return -1;
-    stamp_of = t;
-    memset(stamp_of + slots, 0, (size_t)(nlinks - slots) * sizeof(unsigned long));
-    slots = nlinks;
+    t->stamp = st;
+    memset(t->stamp + t->size, 0, (size_t)(size - t->size) * sizeof(unsigned long));
+    t->size = size;
     return 0;
 }
 
-typedef struct {
-    /* per queue */
-    double *rate, *began;
-    char *frozen, *running;
-    Py_ssize_t *owner, *qlink_at, *qlinks; /* qlinks[qlink_at[q] .. qlink_at[q+1]): u's */
-    /* per used link u */
-    double *bw, *load, *starts, *key;
-    Py_ssize_t *active;
-    char *full, *moved;
-    Py_ssize_t *user_at, *users; /* queues on u, in queue order (CSR) */
-    /* per requester */
-    Py_ssize_t *mine_at, *mine, *at; /* its queues, oldest first (CSR); its active one */
-    /* scratch */
-    Py_ssize_t *hit, *touched, *fill;
-} Arrays;
-
-static void
-release(Arrays *a)
+/* The bytes ``count`` elements of ``size`` take in the arena (16-byte aligned). */
+static size_t
+span(Py_ssize_t count, size_t size)
 {
-    void **all = (void **)a;
-    for (size_t i = 0; i < sizeof(Arrays) / sizeof(void *); i++)
-        PyMem_Free(all[i]);
+    return ((size_t)(count > 0 ? count : 1) * size + 15) & ~(size_t)15;
 }
 
-#define NEW(ptr, count) \
-    ((ptr) = PyMem_Calloc((size_t)((count) > 0 ? (count) : 1), sizeof(*(ptr))))
+/* Carve ``count`` zeroed elements of ``size`` bytes from the arena at ``*at``. */
+static void *
+carve(size_t *at, Py_ssize_t count, size_t size)
+{
+    size_t bytes = span(count, size);
+    void *p = arena + *at;
+    memset(p, 0, bytes);
+    *at += bytes;
+    return p;
+}
 
 static PyObject *
 progressive_fill(PyObject *module, PyObject *args)
@@ -86,202 +88,281 @@ progressive_fill(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "progressive_fill: one requester per queue");
         return NULL;
     }
-    if (reserve_slots(nlinks) < 0)
+    if (reserve(&link_table, nlinks) < 0)
         return PyErr_NoMemory();
+    if (nlinks > link_bw_size) {
+        double *grown = PyMem_Realloc(link_bw, (size_t)nlinks * sizeof(double));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        link_bw = grown;
+        link_bw_size = nlinks;
+    }
     stamp++;
 
-    Arrays a;
-    memset(&a, 0, sizeof(a));
-    PyObject *index = NULL, *result = NULL;
-    Py_ssize_t refs = 0;
+    /* Number the requesters and the links (in order of first use), and count. */
+    Py_ssize_t refs = 0, used = 0, nreq = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *route = PyList_GET_ITEM(links, q);
         if (!PyTuple_Check(route)) {
             PyErr_SetString(PyExc_TypeError, "progressive_fill: a queue's links are a tuple");
             return NULL;
         }
-        refs += PyTuple_GET_SIZE(route);
-    }
-    if (!NEW(a.rate, n) || !NEW(a.began, n) || !NEW(a.frozen, n) || !NEW(a.running, n) ||
-        !NEW(a.owner, n) || !NEW(a.qlink_at, n + 1) || !NEW(a.qlinks, refs) ||
-        !NEW(a.bw, refs) || !NEW(a.load, refs) || !NEW(a.starts, refs) || !NEW(a.key, refs) ||
-        !NEW(a.active, refs) || !NEW(a.full, refs) || !NEW(a.moved, refs) ||
-        !NEW(a.user_at, refs + 1) || !NEW(a.users, refs) || !NEW(a.mine_at, n + 1) ||
-        !NEW(a.mine, n) || !NEW(a.at, n) || !NEW(a.hit, n) || !NEW(a.touched, refs) ||
-        !NEW(a.fill, (refs > n ? refs : n) + 1)) {
-        PyErr_NoMemory();
-        goto done;
-    }
-
-    /* Number the links in order of first use; each queue's links as u's; count the
-     * queues on each link and each requester's queues. */
-    Py_ssize_t used = 0, nreq = 0;
-    index = PyDict_New();
-    if (index == NULL)
-        goto done;
-    for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *who = PyList_GET_ITEM(requesters, q);
-        PyObject *r = PyDict_GetItemWithError(index, who);
-        if (r == NULL) {
-            if (PyErr_Occurred())
-                goto done;
-            r = PyLong_FromSsize_t(nreq);
-            if (r == NULL || PyDict_SetItem(index, who, r) < 0) {
-                Py_XDECREF(r);
-                goto done;
-            }
-            Py_DECREF(r);
-            a.owner[q] = nreq++;
+        Py_ssize_t who = PyLong_AsSsize_t(PyList_GET_ITEM(requesters, q));
+        if (who == -1 && PyErr_Occurred())
+            return NULL;
+        if (who < 0) {
+            PyErr_Format(PyExc_ValueError, "progressive_fill: requester number %zd < 0", who);
+            return NULL;
         }
-        else
-            a.owner[q] = PyLong_AsSsize_t(r);
-        a.mine_at[a.owner[q] + 1]++;
-        PyObject *route = PyList_GET_ITEM(links, q);
-        Py_ssize_t k = PyTuple_GET_SIZE(route), base = a.qlink_at[q];
-        a.qlink_at[q + 1] = base + k;
+        if (reserve(&requester_table, who + 1) < 0)
+            return PyErr_NoMemory();
+        if (requester_table.stamp[who] != stamp) {
+            requester_table.stamp[who] = stamp;
+            requester_table.slot[who] = nreq++;
+        }
+        Py_ssize_t k = PyTuple_GET_SIZE(route);
+        refs += k;
         for (Py_ssize_t j = 0; j < k; j++) {
             Py_ssize_t id = PyLong_AsSsize_t(PyTuple_GET_ITEM(route, j));
             if (id == -1 && PyErr_Occurred())
-                goto done;
+                return NULL;
             if (id < 0 || id >= nlinks) {
                 PyErr_Format(PyExc_IndexError, "progressive_fill: link id %zd of %zd", id,
                              nlinks);
-                goto done;
+                return NULL;
             }
-            Py_ssize_t u;
-            if (stamp_of[id] != stamp) {
-                stamp_of[id] = stamp;
-                u = slot_of[id] = used++;
-                a.bw[u] = PyFloat_AsDouble(PyList_GET_ITEM(bw, id));
-                if (a.bw[u] == -1.0 && PyErr_Occurred())
-                    goto done;
+            if (link_table.stamp[id] != stamp) {
+                link_table.stamp[id] = stamp;
+                link_table.slot[id] = used;
+                double b = PyFloat_AsDouble(PyList_GET_ITEM(bw, id));
+                if (b == -1.0 && PyErr_Occurred())
+                    return NULL;
+                link_bw[used++] = b;
             }
-            else
-                u = slot_of[id];
-            a.qlinks[base + j] = u;
-            a.user_at[u + 1]++;
+        }
+    }
+
+    /* Per queue, per used link u, per requester: arrays carved from the arena. */
+    Py_ssize_t most = (used > nreq ? used : nreq) + 1;
+    size_t need = 2 * span(n, sizeof(double)) + 2 * span(n, 1) +
+                  4 * span(n, sizeof(Py_ssize_t)) + span(n + 1, sizeof(Py_ssize_t)) +
+                  2 * span(refs, sizeof(Py_ssize_t)) + span(most, sizeof(Py_ssize_t)) +
+                  3 * span(used, sizeof(double)) + 2 * span(used, sizeof(Py_ssize_t)) +
+                  span(used + 1, sizeof(Py_ssize_t)) + 2 * span(used, 1) +
+                  span(nreq + 1, sizeof(Py_ssize_t)) + span(nreq, sizeof(Py_ssize_t));
+    if (need > arena_size) {
+        char *grown = PyMem_Realloc(arena, need);
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        arena = grown;
+        arena_size = need;
+    }
+    size_t at = 0;
+    double *rate = carve(&at, n, sizeof(double));
+    double *began = carve(&at, n, sizeof(double));
+    char *frozen = carve(&at, n, 1);
+    char *running = carve(&at, n, 1);
+    Py_ssize_t *owner = carve(&at, n, sizeof(Py_ssize_t));
+    Py_ssize_t *qlink_at = carve(&at, n + 1, sizeof(Py_ssize_t)); /* qlinks of q: [q, q+1) */
+    Py_ssize_t *qlinks = carve(&at, refs, sizeof(Py_ssize_t));
+    Py_ssize_t *users = carve(&at, refs, sizeof(Py_ssize_t)); /* queues on u, in order */
+    Py_ssize_t *hit = carve(&at, n, sizeof(Py_ssize_t));
+    Py_ssize_t *mine = carve(&at, n, sizeof(Py_ssize_t)); /* a requester's, oldest first */
+    Py_ssize_t *placed = carve(&at, most, sizeof(Py_ssize_t));
+    double *cap = link_bw; /* read in the first pass, by u */
+    double *load = carve(&at, used, sizeof(double));
+    double *starts = carve(&at, used, sizeof(double));
+    double *key = carve(&at, used, sizeof(double));
+    Py_ssize_t *active = carve(&at, used, sizeof(Py_ssize_t));
+    Py_ssize_t *user_at = carve(&at, used + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *touched = carve(&at, used, sizeof(Py_ssize_t));
+    char *full = carve(&at, used, 1);
+    char *moved = carve(&at, used, 1);
+    Py_ssize_t *mine_at = carve(&at, nreq + 1, sizeof(Py_ssize_t));
+    Py_ssize_t *next_of = carve(&at, nreq, sizeof(Py_ssize_t)); /* "at": its active one */
+
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *route = PyList_GET_ITEM(links, q);
+        Py_ssize_t who = PyLong_AsSsize_t(PyList_GET_ITEM(requesters, q));
+        owner[q] = requester_table.slot[who];
+        mine_at[owner[q] + 1]++;
+        Py_ssize_t k = PyTuple_GET_SIZE(route), base = qlink_at[q];
+        qlink_at[q + 1] = base + k;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            Py_ssize_t u = link_table.slot[PyLong_AsSsize_t(PyTuple_GET_ITEM(route, j))];
+            qlinks[base + j] = u;
+            user_at[u + 1]++;
         }
     }
     for (Py_ssize_t u = 0; u < used; u++)
-        a.user_at[u + 1] += a.user_at[u];
+        user_at[u + 1] += user_at[u];
     for (Py_ssize_t r = 0; r < nreq; r++)
-        a.mine_at[r + 1] += a.mine_at[r];
-    memset(a.fill, 0, (size_t)((refs > n ? refs : n) + 1) * sizeof(Py_ssize_t));
-    for (Py_ssize_t q = 0; q < n; q++) {
-        for (Py_ssize_t j = a.qlink_at[q]; j < a.qlink_at[q + 1]; j++) {
-            Py_ssize_t u = a.qlinks[j];
-            a.users[a.user_at[u] + a.fill[u]++] = q;
+        mine_at[r + 1] += mine_at[r];
+    for (Py_ssize_t q = 0; q < n; q++)
+        for (Py_ssize_t j = qlink_at[q]; j < qlink_at[q + 1]; j++) {
+            Py_ssize_t u = qlinks[j];
+            users[user_at[u] + placed[u]++] = q;
         }
-    }
-    memset(a.fill, 0, (size_t)((refs > n ? refs : n) + 1) * sizeof(Py_ssize_t));
+    memset(placed, 0, (size_t)most * sizeof(Py_ssize_t));
     for (Py_ssize_t q = 0; q < n; q++) {
-        Py_ssize_t r = a.owner[q];
-        a.mine[a.mine_at[r] + a.fill[r]++] = q;
+        Py_ssize_t r = owner[q];
+        mine[mine_at[r] + placed[r]++] = q;
     }
 
     /* Every requester starts its oldest queue at level 0. */
     for (Py_ssize_t r = 0; r < nreq; r++) {
-        Py_ssize_t q = a.mine[a.mine_at[r]];
-        a.at[r] = 0;
-        a.running[q] = 1;
-        for (Py_ssize_t j = a.qlink_at[q]; j < a.qlink_at[q + 1]; j++)
-            a.active[a.qlinks[j]] += 1;
+        Py_ssize_t q = mine[mine_at[r]];
+        running[q] = 1;
+        for (Py_ssize_t j = qlink_at[q]; j < qlink_at[q + 1]; j++)
+            active[qlinks[j]] += 1;
     }
     for (Py_ssize_t u = 0; u < used; u++)
-        if (a.active[u])
-            a.key[u] = a.bw[u] / (double)a.active[u];
+        if (active[u])
+            key[u] = cap[u] / (double)active[u];
 
     for (;;) {
         /* The next link to saturate: the lowest key, the first used among equal ones. */
         Py_ssize_t lk = -1;
         double level = 0.0;
         for (Py_ssize_t u = 0; u < used; u++) {
-            if (a.active[u] && !a.full[u] && (lk < 0 || a.key[u] < level)) {
+            if (active[u] && !full[u] && (lk < 0 || key[u] < level)) {
                 lk = u;
-                level = a.key[u];
+                level = key[u];
             }
         }
         if (lk < 0)
             break;
-        a.full[lk] = 1;
-        Py_ssize_t hits = 0, touched = 0;
-        for (Py_ssize_t j = a.user_at[lk]; j < a.user_at[lk + 1]; j++) {
-            Py_ssize_t q = a.users[j];
-            if (!a.frozen[q]) {
-                a.frozen[q] = 1;
-                if (a.running[q])
-                    a.hit[hits++] = q;
+        full[lk] = 1;
+        Py_ssize_t hits = 0, touches = 0;
+        for (Py_ssize_t j = user_at[lk]; j < user_at[lk + 1]; j++) {
+            Py_ssize_t q = users[j];
+            if (!frozen[q]) {
+                frozen[q] = 1;
+                if (running[q])
+                    hit[hits++] = q;
             }
         }
         for (Py_ssize_t h = 0; h < hits; h++) {
-            Py_ssize_t q = a.hit[h];
-            a.running[q] = 0;
-            double share = level - a.began[q];
+            Py_ssize_t q = hit[h];
+            running[q] = 0;
+            double share = level - began[q];
             if (share <= NO_RATE)
                 share = 0.0;
-            a.rate[q] = share;
-            double b = a.began[q];
-            for (Py_ssize_t j = a.qlink_at[q]; j < a.qlink_at[q + 1]; j++) {
-                Py_ssize_t other = a.qlinks[j];
+            rate[q] = share;
+            double b = began[q];
+            for (Py_ssize_t j = qlink_at[q]; j < qlink_at[q + 1]; j++) {
+                Py_ssize_t other = qlinks[j];
                 if (other != lk) {
-                    a.active[other] -= 1;
-                    a.starts[other] -= b;
-                    a.load[other] += share;
-                    if (!a.moved[other]) {
-                        a.moved[other] = 1;
-                        a.touched[touched++] = other;
+                    active[other] -= 1;
+                    starts[other] -= b;
+                    load[other] += share;
+                    if (!moved[other]) {
+                        moved[other] = 1;
+                        touched[touches++] = other;
                     }
                 }
             }
-            Py_ssize_t r = a.owner[q], first = a.mine_at[r], count = a.mine_at[r + 1] - first;
-            Py_ssize_t i = a.at[r] + 1;
-            while (i < count && a.frozen[a.mine[first + i]])
+            Py_ssize_t r = owner[q], first = mine_at[r], count = mine_at[r + 1] - first;
+            Py_ssize_t i = next_of[r] + 1;
+            while (i < count && frozen[mine[first + i]])
                 i++;
-            a.at[r] = i;
+            next_of[r] = i;
             if (i < count) {
-                Py_ssize_t next = a.mine[first + i];
-                a.running[next] = 1;
-                a.began[next] = level;
-                for (Py_ssize_t j = a.qlink_at[next]; j < a.qlink_at[next + 1]; j++) {
-                    Py_ssize_t other = a.qlinks[j];
-                    a.active[other] += 1;
-                    a.starts[other] += level;
-                    if (!a.moved[other]) {
-                        a.moved[other] = 1;
-                        a.touched[touched++] = other;
+                Py_ssize_t next = mine[first + i];
+                running[next] = 1;
+                began[next] = level;
+                for (Py_ssize_t j = qlink_at[next]; j < qlink_at[next + 1]; j++) {
+                    Py_ssize_t other = qlinks[j];
+                    active[other] += 1;
+                    starts[other] += level;
+                    if (!moved[other]) {
+                        moved[other] = 1;
+                        touched[touches++] = other;
                     }
                 }
             }
         }
-        for (Py_ssize_t t = 0; t < touched; t++) {
-            Py_ssize_t other = a.touched[t];
-            a.moved[other] = 0;
-            Py_ssize_t k = a.active[other];
+        for (Py_ssize_t t = 0; t < touches; t++) {
+            Py_ssize_t other = touched[t];
+            moved[other] = 0;
+            Py_ssize_t k = active[other];
             if (k)
-                a.key[other] = (a.bw[other] - a.load[other] + a.starts[other]) / (double)k;
+                key[other] = (cap[other] - load[other] + starts[other]) / (double)k;
         }
     }
 
-    result = PyList_New(n);
+    PyObject *result = PyList_New(n);
     if (result == NULL)
-        goto done;
+        return NULL;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *x = PyFloat_FromDouble(a.rate[q]);
+        PyObject *x = PyFloat_FromDouble(rate[q]);
         if (x == NULL) {
-            Py_CLEAR(result);
-            goto done;
+            Py_DECREF(result);
+            return NULL;
         }
         PyList_SET_ITEM(result, q, x);
     }
-done:
-    Py_XDECREF(index);
-    release(&a);
+    return result;
+}
+
+typedef struct {
+    long long head;
+    Py_ssize_t at;
+} Aged;
+
+static int
+older(const void *a, const void *b)
+{
+    const Aged *x = a, *y = b;
+    if (x->head != y->head)
+        return x->head < y->head ? -1 : 1;
+    return x->at < y->at ? -1 : (x->at > y->at);
+}
+
+static Aged *aged = NULL;
+static Py_ssize_t aged_size = 0;
+
+static PyObject *
+age_order(PyObject *module, PyObject *heads)
+{
+    if (!PyList_Check(heads)) {
+        PyErr_SetString(PyExc_TypeError, "age_order: heads are a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(heads);
+    if (n > aged_size) {
+        Aged *grown = PyMem_Realloc(aged, (size_t)n * sizeof(Aged));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        aged = grown;
+        aged_size = n;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long head = PyLong_AsLongLong(PyList_GET_ITEM(heads, i));
+        if (head == -1 && PyErr_Occurred())
+            return NULL;
+        aged[i].head = head;
+        aged[i].at = i;
+    }
+    qsort(aged, (size_t)n, sizeof(Aged), older);
+    PyObject *result = PyList_New(n);
+    if (result == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(aged[i].at);
+        if (x == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyList_SET_ITEM(result, i, x);
+    }
     return result;
 }
 
 static PyMethodDef methods[] = {
     {"progressive_fill", progressive_fill, METH_VARARGS,
      "progressive_fill(requesters, links, bw) -> rates: fairshare.py's, in C."},
+    {"age_order", age_order, METH_O, "age_order(heads) -> positions: fairshare.py's, in C."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Final, Protocol
 
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
@@ -88,6 +87,7 @@ class Queue:
         "latency",
         "cap",
         "requester",
+        "rid",
         "flows",
         "waiting",
         "fluid",
@@ -100,7 +100,7 @@ class Queue:
         "free_at",
     )
 
-    def __init__(self, route: Route, redundant: frozenset[int], who: Requester) -> None:
+    def __init__(self, route: Route, redundant: frozenset[int], who: Requester, rid: int) -> None:
         self.who = who
         self.path = route.link_ids
         # The links that can bind it: a link into an HBM router at least as wide as the
@@ -110,6 +110,7 @@ class Queue:
         self.latency = route.latency_ns
         self.cap = route.min_bw_gbs
         self.requester = route.nodes[0]
+        self.rid = rid  # its requester's number (the solver's name for it)
         self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
@@ -214,7 +215,3 @@ class Component:
 def draining(queue: Queue, now: float) -> bool:
     """Whether an arithmetic queue still has bytes to drain after ``now``."""
     return queue.free_at + queue.latency > now
-
-
-# A queue's age, as a sort key read in C (a solve sorts every queue it covers).
-age: Final[Callable[[Queue], int]] = attrgetter("head")
