@@ -29,7 +29,10 @@ import hydra
 
 @hydra.main(config_path=None, config_name=None)
 def main(cfg):
-    print("JOB", cfg.x, os.getcwd(), flush=True)
+    # A file in the directory the job runs in, not a line on stdout: two jobs running
+    # at once interleave the pieces of their print()s (PYTHONUNBUFFERED writes each).
+    with open("job.txt", "w") as f:
+        f.write(f"{cfg.x} {os.getcwd()}")
 
 
 if __name__ == "__main__":
@@ -73,5 +76,6 @@ def test_a_users_app_without_version_base_runs_each_job_in_its_own_directory(tmp
         cwd=app.parent, env=clean_environment(), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    jobs = sorted(line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("JOB"))
+    jobs = sorted(path.read_text().split() for path in sweep.glob("*/job.txt"))
     assert jobs == [["1", str(sweep / "0")], ["2", str(sweep / "1")]]
+    assert not (app.parent / "job.txt").exists()  # no job ran where the app was started
