@@ -120,8 +120,8 @@ class FairFabric(DataPlane):
         self._fluid = [0 for _ in links]  # queues with flows on each link
         self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
         self._requesters: dict[int, Requester] = {}  # by id(routes): one mapping per DMA
-        self._joined: dict[str, list[Queue]] = {}  # requester -> queues with joined flows
         self._rids: dict[str, int] = {}  # requester -> its number (Queue.rid)
+        self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
         # The component each link was last found in, while the layout (which queues
@@ -177,7 +177,10 @@ class FairFabric(DataPlane):
             queue = queues.get(req[0])
             if queue is None:
                 route = routes[req[0]]
-                rid = self._rids.setdefault(route.nodes[0], len(self._rids))
+                rid = self._rids.get(route.nodes[0], -1)
+                if rid < 0:
+                    rid = self._rids[route.nodes[0]] = len(self._joined)
+                    self._joined.append([])
                 queue = queues[req[0]] = Queue(route, self._redundant, who, rid)
             queue.moved += nbytes
             seq += 1
@@ -340,7 +343,7 @@ class FairFabric(DataPlane):
     def _reorders(self, queue: Queue, old: int, new: int) -> bool:
         """Whether a new head (seq ``new`` after ``old``) changes its requester's age
         order of queues: then rates must be recomputed, else the head keeps the rate."""
-        for other in self._joined[queue.requester]:
+        for other in self._joined[queue.rid]:
             if other is not queue and old < other.head < new:
                 return True
         return False
@@ -348,7 +351,7 @@ class FairFabric(DataPlane):
     def _enter(self, queue: Queue) -> None:
         """``queue`` has a joined flow now."""
         self._layout += 1
-        self._joined.setdefault(queue.requester, []).append(queue)
+        self._joined[queue.rid].append(queue)
         on = self._on
         for i in queue.links:
             on[i].append(queue)
@@ -356,7 +359,7 @@ class FairFabric(DataPlane):
     def _leave(self, queue: Queue) -> None:
         """``queue`` has no joined flow any more."""
         self._layout += 1
-        self._joined[queue.requester].remove(queue)
+        self._joined[queue.rid].remove(queue)
         on = self._on
         for i in queue.links:
             on[i].remove(queue)
@@ -373,7 +376,7 @@ class FairFabric(DataPlane):
             # It left: its requester's other queues move too, and nothing links them
             # to it any more; one link of each leads the search to it. (A queue that
             # joined or got a new head leads the search to them itself.)
-            for mate in self._joined[queue.requester]:
+            for mate in self._joined[queue.rid]:
                 dirty.add(mate.links[0])
 
     def _solve(self, _: object) -> None:
@@ -383,28 +386,36 @@ class FairFabric(DataPlane):
         dirty = self._dirty
         self._dirty = set()
         self.solves += 1
+        searches = self._searches
         if self._whole:
-            found = [queue for mine in self._joined.values() for queue in mine]
+            found = [queue for mine in self._joined for queue in mine]
         else:
             found = self._affected(dirty)
         if not found:
             return
         heads = [q.head for q in found]
         found = [found[i] for i in age_order(heads)]
-        key = tuple(found)
-        rates = self._known.get(key) if self._reuse else None
+        # Known rates are looked up only for a component found before (no queue entered
+        # or left since): a hotspot's recomputations meet the same few orders of it, but
+        # a fresh component's queues are a new set (a Triton launch reused 9 of 2,338)
+        # and the lookup's key (a tuple of every queue, hashed) is not free.
+        known = self._reuse and not self._whole and self._searches == searches
+        key = tuple(found) if known else ()
+        rates = self._known.get(key) if known else None
         if rates is None:
             rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
-            if len(self._known) == KNOWN:
-                self._known.clear()
-            self._known[key] = rates
+            if known:
+                if len(self._known) == KNOWN:
+                    self._known.clear()
+                self._known[key] = rates
         else:
             self.reused += 1
         self.solved_queues += len(found)
         if self.on_solve is not None:
             self.on_solve(now, [(q.requester, q.links, q.head) for q in found], rates)
-        for queue, rate in zip(found, rates, strict=True):
-            head = queue.flows[0]
+        for i in range(len(found)):
+            rate = rates[i]
+            head = found[i].flows[0]
             if head.rate != rate:
                 self._set_rate(head, rate, now)
 
@@ -450,7 +461,7 @@ class FairFabric(DataPlane):
                 # With the queue come its requester's other joined queues: age priority
                 # couples them (where an older one freezes sets where a younger one
                 # starts), so a requester is solved whole or its share is wrong.
-                for mate in joined[queue.requester]:
+                for mate in joined[queue.rid]:
                     if mate.stamp != stamp:
                         mate.stamp = stamp
                         queues.append(mate)

@@ -17,7 +17,6 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* A rate below this many bytes/ns is rounding, never a real share (fairshare.NO_RATE). */
@@ -305,22 +304,43 @@ progressive_fill(PyObject *module, PyObject *args)
     return result;
 }
 
+/* age_order: positions by (head, position), a merge sort with the comparison inline
+ * (qsort's comparator call and element copies cost twice as much here). */
 typedef struct {
     long long head;
     Py_ssize_t at;
 } Aged;
 
-static int
-older(const void *a, const void *b)
-{
-    const Aged *x = a, *y = b;
-    if (x->head != y->head)
-        return x->head < y->head ? -1 : 1;
-    return x->at < y->at ? -1 : (x->at > y->at);
-}
-
-static Aged *aged = NULL;
+static Aged *aged = NULL, *spare = NULL;
 static Py_ssize_t aged_size = 0;
+
+static void
+merge_sort(Aged *a, Aged *tmp, Py_ssize_t n)
+{
+    if (n < 12) { /* insertion sort: stable, and cheapest for short runs */
+        for (Py_ssize_t i = 1; i < n; i++) {
+            Aged x = a[i];
+            Py_ssize_t j = i;
+            while (j > 0 && a[j - 1].head > x.head) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = x;
+        }
+        return;
+    }
+    Py_ssize_t half = n / 2;
+    merge_sort(a, tmp, half);
+    merge_sort(a + half, tmp, n - half);
+    if (a[half - 1].head <= a[half].head)
+        return; /* already in order */
+    memcpy(tmp, a, (size_t)half * sizeof(Aged));
+    Py_ssize_t i = 0, j = half, k = 0;
+    while (i < half && j < n)
+        a[k++] = a[j].head < tmp[i].head ? a[j++] : tmp[i++];
+    while (i < half)
+        a[k++] = tmp[i++];
+}
 
 static PyObject *
 age_order(PyObject *module, PyObject *heads)
@@ -335,6 +355,10 @@ age_order(PyObject *module, PyObject *heads)
         if (grown == NULL)
             return PyErr_NoMemory();
         aged = grown;
+        grown = PyMem_Realloc(spare, (size_t)n * sizeof(Aged));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        spare = grown;
         aged_size = n;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -344,7 +368,7 @@ age_order(PyObject *module, PyObject *heads)
         aged[i].head = head;
         aged[i].at = i;
     }
-    qsort(aged, (size_t)n, sizeof(Aged), older);
+    merge_sort(aged, spare, n);
     PyObject *result = PyList_New(n);
     if (result == NULL)
         return NULL;
