@@ -89,6 +89,7 @@ class Queue:
         "requester",
         "rid",
         "flows",
+        "front",
         "waiting",
         "fluid",
         "holds",
@@ -112,6 +113,7 @@ class Queue:
         self.requester = route.nodes[0]
         self.rid = rid  # its requester's number (the solver's name for it)
         self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
+        self.front: Flow | None = None  # flows[0] when it has one (read without a deque call)
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
