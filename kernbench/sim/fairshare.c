@@ -35,6 +35,8 @@ typedef struct {
 static Table link_table, requester_table;
 static double *link_bw = NULL; /* by u: each used link's bandwidth */
 static Py_ssize_t link_bw_size = 0;
+static Py_ssize_t *indexed = NULL; /* the queues as numbers (progressive_fill) */
+static Py_ssize_t indexed_size = 0;
 static unsigned long stamp = 0;
 static char *arena = NULL;
 static size_t arena_size = 0;
@@ -98,7 +100,8 @@ progressive_fill(PyObject *module, PyObject *args)
     }
     stamp++;
 
-    /* Number the requesters and the links (in order of first use), and count. */
+    /* Each queue's links and requester, numbered in order of first use: read once
+     * into ``indexed`` (its requester's index, where its links start, their u's). */
     Py_ssize_t refs = 0, used = 0, nreq = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *route = PyList_GET_ITEM(links, q);
@@ -106,6 +109,19 @@ progressive_fill(PyObject *module, PyObject *args)
             PyErr_SetString(PyExc_TypeError, "progressive_fill: a queue's links are a tuple");
             return NULL;
         }
+        refs += PyTuple_GET_SIZE(route);
+    }
+    if (2 * n + 1 + refs > indexed_size) {
+        Py_ssize_t size = 2 * n + 1 + refs;
+        Py_ssize_t *grown = PyMem_Realloc(indexed, (size_t)size * sizeof(Py_ssize_t));
+        if (grown == NULL)
+            return PyErr_NoMemory();
+        indexed = grown;
+        indexed_size = size;
+    }
+    Py_ssize_t *owner = indexed, *qlink_at = indexed + n, *qlinks = indexed + 2 * n + 1;
+    qlink_at[0] = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
         Py_ssize_t who = PyLong_AsSsize_t(PyList_GET_ITEM(requesters, q));
         if (who == -1 && PyErr_Occurred())
             return NULL;
@@ -119,8 +135,10 @@ progressive_fill(PyObject *module, PyObject *args)
             requester_table.stamp[who] = stamp;
             requester_table.slot[who] = nreq++;
         }
-        Py_ssize_t k = PyTuple_GET_SIZE(route);
-        refs += k;
+        owner[q] = requester_table.slot[who];
+        PyObject *route = PyList_GET_ITEM(links, q);
+        Py_ssize_t k = PyTuple_GET_SIZE(route), base = qlink_at[q];
+        qlink_at[q + 1] = base + k;
         for (Py_ssize_t j = 0; j < k; j++) {
             Py_ssize_t id = PyLong_AsSsize_t(PyTuple_GET_ITEM(route, j));
             if (id == -1 && PyErr_Occurred())
@@ -138,17 +156,18 @@ progressive_fill(PyObject *module, PyObject *args)
                     return NULL;
                 link_bw[used++] = b;
             }
+            qlinks[base + j] = link_table.slot[id];
         }
     }
 
-    /* Per queue, per used link u, per requester: arrays carved from the arena. */
+    /* Per queue, per used link u, per requester: zeroed arrays carved from the arena. */
     Py_ssize_t most = (used > nreq ? used : nreq) + 1;
     size_t need = 2 * span(n, sizeof(double)) + 2 * span(n, 1) +
-                  4 * span(n, sizeof(Py_ssize_t)) + span(n + 1, sizeof(Py_ssize_t)) +
-                  2 * span(refs, sizeof(Py_ssize_t)) + span(most, sizeof(Py_ssize_t)) +
-                  3 * span(used, sizeof(double)) + 2 * span(used, sizeof(Py_ssize_t)) +
-                  span(used + 1, sizeof(Py_ssize_t)) + 2 * span(used, 1) +
-                  span(nreq + 1, sizeof(Py_ssize_t)) + span(nreq, sizeof(Py_ssize_t));
+                  2 * span(n, sizeof(Py_ssize_t)) + span(refs, sizeof(Py_ssize_t)) +
+                  span(most, sizeof(Py_ssize_t)) + 3 * span(used, sizeof(double)) +
+                  2 * span(used, sizeof(Py_ssize_t)) + span(used + 1, sizeof(Py_ssize_t)) +
+                  2 * span(used, 1) + span(nreq + 1, sizeof(Py_ssize_t)) +
+                  span(nreq, sizeof(Py_ssize_t));
     if (need > arena_size) {
         char *grown = PyMem_Realloc(arena, need);
         if (grown == NULL)
@@ -161,9 +180,6 @@ progressive_fill(PyObject *module, PyObject *args)
     double *began = carve(&at, n, sizeof(double));
     char *frozen = carve(&at, n, 1);
     char *running = carve(&at, n, 1);
-    Py_ssize_t *owner = carve(&at, n, sizeof(Py_ssize_t));
-    Py_ssize_t *qlink_at = carve(&at, n + 1, sizeof(Py_ssize_t)); /* qlinks of q: [q, q+1) */
-    Py_ssize_t *qlinks = carve(&at, refs, sizeof(Py_ssize_t));
     Py_ssize_t *users = carve(&at, refs, sizeof(Py_ssize_t)); /* queues on u, in order */
     Py_ssize_t *hit = carve(&at, n, sizeof(Py_ssize_t));
     Py_ssize_t *mine = carve(&at, n, sizeof(Py_ssize_t)); /* a requester's, oldest first */
@@ -181,17 +197,9 @@ progressive_fill(PyObject *module, PyObject *args)
     Py_ssize_t *next_of = carve(&at, nreq, sizeof(Py_ssize_t)); /* "at": its active one */
 
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *route = PyList_GET_ITEM(links, q);
-        Py_ssize_t who = PyLong_AsSsize_t(PyList_GET_ITEM(requesters, q));
-        owner[q] = requester_table.slot[who];
         mine_at[owner[q] + 1]++;
-        Py_ssize_t k = PyTuple_GET_SIZE(route), base = qlink_at[q];
-        qlink_at[q + 1] = base + k;
-        for (Py_ssize_t j = 0; j < k; j++) {
-            Py_ssize_t u = link_table.slot[PyLong_AsSsize_t(PyTuple_GET_ITEM(route, j))];
-            qlinks[base + j] = u;
-            user_at[u + 1]++;
-        }
+        for (Py_ssize_t j = qlink_at[q]; j < qlink_at[q + 1]; j++)
+            user_at[qlinks[j] + 1]++;
     }
     for (Py_ssize_t u = 0; u < used; u++)
         user_at[u + 1] += user_at[u];
@@ -293,13 +301,19 @@ progressive_fill(PyObject *module, PyObject *args)
     PyObject *result = PyList_New(n);
     if (result == NULL)
         return NULL;
+    PyObject *last = NULL; /* equal rates share one float (many are 0.0) */
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *x = PyFloat_FromDouble(rate[q]);
-        if (x == NULL) {
-            Py_DECREF(result);
-            return NULL;
+        if (last != NULL && memcmp(&rate[q], &rate[q - 1], sizeof(double)) == 0) {
+            Py_INCREF(last);
         }
-        PyList_SET_ITEM(result, q, x);
+        else {
+            last = PyFloat_FromDouble(rate[q]);
+            if (last == NULL) {
+                Py_DECREF(result);
+                return NULL;
+            }
+        }
+        PyList_SET_ITEM(result, q, last);
     }
     return result;
 }
