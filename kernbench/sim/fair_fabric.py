@@ -374,13 +374,17 @@ class FairFabric(DataPlane):
         dirty = self._dirty
         if not dirty:
             self.events.schedule(self.events.now, self._solve, None)
+        if queue.flows:
+            # It joined or got a new head: it is in one component with every link of
+            # it and its requester's other queues, so one link leads the search there.
+            dirty.add(queue.links[0])
+            return
+        # It left: the component it was in may fall apart, each part holding some of
+        # its links; its requester's other queues move too, and nothing links them to
+        # it any more: one link of each leads the search to it.
         dirty.update(queue.links)
-        if not queue.flows:
-            # It left: its requester's other queues move too, and nothing links them
-            # to it any more; one link of each leads the search to it. (A queue that
-            # joined or got a new head leads the search to them itself.)
-            for mate in self._joined[queue.rid]:
-                dirty.add(mate.links[0])
+        for mate in self._joined[queue.rid]:
+            dirty.add(mate.links[0])
 
     def _solve(self, _: object) -> None:
         """New rates for every queue connected to a changed link through shared links
