@@ -63,8 +63,7 @@ def progressive_fill(
     bw: list[float],
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
-    list), with its requester (a number, in the compiled build) and its route's link
-    ids; ``bw`` by link id."""
+    list), with its requester's number and its route's link ids; ``bw`` by link id."""
     n = len(links)
     rate = [0.0] * n
     frozen = [False] * n
