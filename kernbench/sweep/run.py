@@ -191,7 +191,9 @@ def run_plan(
     try:
         with request.polled() if polled else contextlib.nullcontext():
             run(chunks, gather)
-    except stop.Interrupted:
+    except BaseException as exc:  # the stop signal, raised inside the launcher's wait
+        if stop.interruption(exc) is None:
+            raise
         from kernbench.sweep.remote import abandon_jobs, finished
 
         for result in finished(sweep_dir, set(overrides) - set(gather.results)):

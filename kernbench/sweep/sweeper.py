@@ -229,7 +229,9 @@ class FastSweeper(Sweeper):
                 return self._sweep(batches, jobs, request)
             except ConfigError as exc:
                 _refuse(exc.key, str(exc).removeprefix(f"{exc.key}: "))
-            except stop.Interrupted:  # told to stop before any point ran
+            except BaseException as exc:  # told to stop before any point ran?
+                if stop.interruption(exc) is None:
+                    raise
                 stop.report(request, 0, len(jobs), self.cache_dir() is not None)
                 raise SystemExit(request.exit_status) from None
 
