@@ -40,9 +40,13 @@ WATCH_S = 0.5  # how often a worker checks that its parent is alive
 ORPHAN_EXIT = 70  # a worker's exit status when its parent is gone
 
 
-class Interrupted(BaseException):
+class Interrupted(KeyboardInterrupt):
     """The first stop signal, raised while the sweep is not running points. A
-    BaseException (as KeyboardInterrupt), so no ``except Exception`` swallows it."""
+    KeyboardInterrupt, so no ``except Exception`` swallows it, and C code that takes
+    only KeyboardInterrupt from ``PyErr_CheckSignals`` takes it: Ray's ``ray.get``
+    checks for signals while it waits (``ray._raylet.check_signals``), turns a
+    KeyboardInterrupt into its own, and wrote anything else off as unraisable and
+    waited on, so the sweep ran every point to the end before it stopped."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
