@@ -48,10 +48,12 @@ def stream_kernel(
     per_access = isinstance(mine, list)
     src_at = [s + align_offset for s in _pointers(src)]
     dst_at = [s + align_offset for s in _pointers(dst)] if dst is not None else src_at
-    bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(outstanding)]
+    full, tail = divmod(total_bytes, access_bytes)
+    # One buffer per access at most: more are never used (and a huge ``outstanding``
+    # over a short stream cost gigabytes of buffers).
+    bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(min(outstanding, full))]
     reads, copies = op is not StreamOp.write, op is StreamOp.copy
     shape = (access_bytes,)
-    full, tail = divmod(total_bytes, access_bytes)
     for i in range(full):  # the hot loop of every stream run: kept minimal
         owner = mine[i] if per_access else mine
         offset = i * access_bytes
