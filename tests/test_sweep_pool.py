@@ -11,6 +11,8 @@ from __future__ import annotations
 import gc
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -316,3 +318,38 @@ def test_each_batch_is_sized_from_the_last_ones_points(plan, monkeypatch, tmp_pa
     walls = [r.wall_s for r in results]
     assert asked == [None, walls[0], sum(walls[1:4]) / 3]
     assert points_module._recent_point_s == sum(walls[4:]) / 1
+
+
+# A worker killed halfway through writing its chunk's result (the sweep abandons its
+# workers when it stops, or when the parent fails, e.g. points.log over the file size
+# limit: once in CI, the sweep said "cannot write" and then hung at exit). The
+# worker here writes the first part of a result message (a 4-byte length of 1000,
+# then 10 bytes) and waits to be killed; the process must still exit once the pool
+# is killed. In a fresh process: the hang was in the interpreter's exit.
+KILLED_MID_RESULT = """
+import os, struct, sys, time
+from pathlib import Path
+from kernbench.sweep.pool import _kill, _started
+
+def half_a_result(fd, flag):
+    os.write(fd, struct.pack("!i", 1000) + b"x" * 10)
+    Path(flag).touch()
+    time.sleep(600)
+
+flag = Path(sys.argv[1]) / "written"
+pool = _started(1)
+pool.submit(half_a_result, pool._result_queue._writer.fileno(), str(flag))
+while not flag.exists():
+    time.sleep(0.01)
+_kill(pool)
+print("killed")
+"""
+
+
+def test_a_process_whose_pool_was_killed_mid_result_exits(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_RESULT, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == "killed\n"

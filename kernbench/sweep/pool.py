@@ -188,14 +188,26 @@ def _halt(pool: _Pool, pending: dict[Future, Chunk], on_result: OnResult) -> Non
 
 def _kill(pool: ProcessPoolExecutor) -> None:
     """End every worker of ``pool`` now and let its threads go (no waiting on a
-    worker: ProcessPoolExecutor keeps its processes in ``_processes``)."""
+    worker: ProcessPoolExecutor keeps its processes in ``_processes``).
+
+    Then this process's end of the pipe the workers write results into is closed
+    too (``_result_queue._writer``, which ProcessPoolExecutor keeps open to fork more
+    workers): a worker killed halfway through writing a result left the pool's
+    manager thread waiting for the rest of it, and Python, exiting, waited for that
+    thread forever (a sweep whose points.log hit the file size limit hung at exit
+    with "cannot write" already said). With no writer left the wait ends at once
+    (end of file), and the thread takes the pool as broken and exits."""
     processes = list((pool._processes or {}).values())
+    results = pool._result_queue  # type: ignore[attr-defined]  # shutdown() drops it
     for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.join(stop.GRACE_S)
+    if results is not None:
+        with contextlib.suppress(OSError):
+            results._writer.close()
 
 
 def _ready() -> None:
