@@ -229,11 +229,15 @@ class FastSweeper(Sweeper):
                 return self._sweep(batches, jobs, request)
             except ConfigError as exc:
                 _refuse(exc.key, str(exc).removeprefix(f"{exc.key}: "))
-            except BaseException as exc:  # told to stop before any point ran?
-                if stop.interruption(exc) is None:
+            except BaseException as exc:
+                if stop.interruption(exc) is not None:  # told to stop before any point ran
+                    stop.report(request, 0, len(jobs), self.cache_dir() is not None)
+                elif not (isinstance(exc, SystemExit) and request.requested):
                     raise
-                stop.report(request, 0, len(jobs), self.cache_dir() is not None)
-                raise SystemExit(request.exit_status) from None
+                # Stopped, in order (run_points has said so): out now, with the stop
+                # handlers still in place, so a Ctrl-C pressed again on the way out
+                # still leaves in one line (stop.leave).
+                stop.leave(request.exit_status)
 
     def check_settings(self) -> None:
         """The sweeper's own keys, each refused in one line before anything runs."""
@@ -334,9 +338,7 @@ class FastSweeper(Sweeper):
                 gather.merge()
             done = len(gather.results) + len(kept)
             stop.report(request, done, len(plan.points), bool(base["cache_dir"]))
-            if not local:  # a launcher's threads, interrupted mid-wait, may not exit cleanly
-                stop.leave(request.exit_status)
-            raise SystemExit(request.exit_status)
+            raise SystemExit(request.exit_status)  # sweep() leaves once this has unwound
         outcome = gather.merge()
         callbacks.record_outcome(outcome, sweep_dir)
         return [gather.results[p.num].status if p.num not in kept else "ok" for p in plan.points]
