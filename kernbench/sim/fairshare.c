@@ -160,14 +160,31 @@ progressive_fill(PyObject *module, PyObject *args)
         }
     }
 
-    /* Per queue, per used link u, per requester: zeroed arrays carved from the arena. */
+    /* Per queue, per used link u, per requester: zeroed arrays carved from the arena,
+     * listed once (type, name, count): what the arena needs is their spans' sum. */
     Py_ssize_t most = (used > nreq ? used : nreq) + 1;
-    size_t need = 2 * span(n, sizeof(double)) + 2 * span(n, 1) +
-                  2 * span(n, sizeof(Py_ssize_t)) + span(refs, sizeof(Py_ssize_t)) +
-                  span(most, sizeof(Py_ssize_t)) + 3 * span(used, sizeof(double)) +
-                  2 * span(used, sizeof(Py_ssize_t)) + span(used + 1, sizeof(Py_ssize_t)) +
-                  2 * span(used, 1) + span(nreq + 1, sizeof(Py_ssize_t)) +
-                  span(nreq, sizeof(Py_ssize_t));
+#define FILL_ARRAYS(X)                                                              \
+    X(double, rate, n)                                                              \
+    X(double, began, n)                                                             \
+    X(char, frozen, n)                                                              \
+    X(char, running, n)                                                             \
+    X(Py_ssize_t, users, refs) /* queues on u, in order */                          \
+    X(Py_ssize_t, hit, n)                                                           \
+    X(Py_ssize_t, mine, n) /* a requester's, oldest first */                        \
+    X(Py_ssize_t, placed, most)                                                     \
+    X(double, load, used)                                                           \
+    X(double, starts, used)                                                         \
+    X(double, key, used)                                                            \
+    X(Py_ssize_t, active, used)                                                     \
+    X(Py_ssize_t, user_at, used + 1)                                                \
+    X(Py_ssize_t, touched, used)                                                    \
+    X(char, full, used)                                                             \
+    X(char, moved, used)                                                            \
+    X(Py_ssize_t, mine_at, nreq + 1)                                                \
+    X(Py_ssize_t, next_of, nreq) /* "at": its active one */
+#define SPAN_OF(type, name, count) +span((count), sizeof(type))
+#define CARVE(type, name, count) type *name = carve(&at, (count), sizeof(type));
+    size_t need = 0 FILL_ARRAYS(SPAN_OF);
     if (need > arena_size) {
         char *grown = PyMem_Realloc(arena, need);
         if (grown == NULL)
@@ -176,25 +193,11 @@ progressive_fill(PyObject *module, PyObject *args)
         arena_size = need;
     }
     size_t at = 0;
-    double *rate = carve(&at, n, sizeof(double));
-    double *began = carve(&at, n, sizeof(double));
-    char *frozen = carve(&at, n, 1);
-    char *running = carve(&at, n, 1);
-    Py_ssize_t *users = carve(&at, refs, sizeof(Py_ssize_t)); /* queues on u, in order */
-    Py_ssize_t *hit = carve(&at, n, sizeof(Py_ssize_t));
-    Py_ssize_t *mine = carve(&at, n, sizeof(Py_ssize_t)); /* a requester's, oldest first */
-    Py_ssize_t *placed = carve(&at, most, sizeof(Py_ssize_t));
+    FILL_ARRAYS(CARVE)
+#undef CARVE
+#undef SPAN_OF
+#undef FILL_ARRAYS
     double *cap = link_bw; /* read in the first pass, by u */
-    double *load = carve(&at, used, sizeof(double));
-    double *starts = carve(&at, used, sizeof(double));
-    double *key = carve(&at, used, sizeof(double));
-    Py_ssize_t *active = carve(&at, used, sizeof(Py_ssize_t));
-    Py_ssize_t *user_at = carve(&at, used + 1, sizeof(Py_ssize_t));
-    Py_ssize_t *touched = carve(&at, used, sizeof(Py_ssize_t));
-    char *full = carve(&at, used, 1);
-    char *moved = carve(&at, used, 1);
-    Py_ssize_t *mine_at = carve(&at, nreq + 1, sizeof(Py_ssize_t));
-    Py_ssize_t *next_of = carve(&at, nreq, sizeof(Py_ssize_t)); /* "at": its active one */
 
     for (Py_ssize_t q = 0; q < n; q++) {
         mine_at[owner[q] + 1]++;
