@@ -1,6 +1,10 @@
-"""Test helpers that build typed configs directly (no Hydra), for simulator-level tests."""
+"""Test helpers that build typed configs directly (no Hydra), for simulator-level tests,
+and run a snippet in a fresh interpreter."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 from kernbench.config.schema import (
     AddressConfig,
@@ -44,3 +48,13 @@ def make_cfg(
 def make_system(cfg: KernBenchConfig | None = None, **kw: object) -> tuple[System, RuntimeContext]:
     system = System(cfg or make_cfg(), **kw)  # type: ignore[arg-type]
     return system, RuntimeContext(system)
+
+
+def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh interpreter with ``args`` (``sys.argv[1:]``), output
+    captured as text: a test of what a process meets as it starts, handles a signal or
+    exits, without touching this one's state."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip

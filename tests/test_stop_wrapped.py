@@ -14,10 +14,9 @@ point (the same test, about one run in seven: "2 of 2 points done").
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 
 from kernbench.sweep import stop
+from tests.support import run_python
 
 
 def wrapped(how: str) -> BaseException:
@@ -71,10 +70,7 @@ print("stopped in order with", len(gather.results), "points done")
 
 
 def test_a_launchers_wait_interrupted_inside_c_code_stops_in_order(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN_PLAN, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_python(RUN_PLAN, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "stopped in order with 0 points done\n"
 
@@ -112,9 +108,6 @@ print("stopped by", signal.Signals(request.signum).name, "with", len(gather.resu
 
 
 def test_a_wait_that_takes_only_keyboardinterrupt_stops_the_sweep(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", RAY_LIKE_WAIT, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_python(RAY_LIKE_WAIT, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "stopped by SIGINT with 0 points done\n", proc.stderr[-3000:]

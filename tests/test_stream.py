@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 from kernbench import simulate
 from kernbench.config.schema import ExecPath
-from tests.support import make_cfg
+from tests.support import make_cfg, run_python
 
 MIB = 1 << 20
 
@@ -71,7 +69,6 @@ def test_misaligned_stream_moves_the_same_bytes():
 HUGE_OUTSTANDING = """
 import dataclasses, json, tracemalloc
 from kernbench import simulate
-from kernbench.config.schema import ExecPath
 from tests.support import make_cfg
 
 rows = {}
@@ -91,10 +88,7 @@ print(json.dumps({"same": a == b and log_a == log_b, "peak_mib": peak / 2**20}))
 
 
 def test_more_buffers_than_accesses_cost_nothing_more():
-    proc = subprocess.run(
-        [sys.executable, "-c", HUGE_OUTSTANDING],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = run_python(HUGE_OUTSTANDING, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     assert out["same"]

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,6 +28,7 @@ from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.points import run_chunk
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import fixed_sizes, guided_sizes, make_chunks
+from tests.support import run_python
 
 SMALL = [
     "topology=small",
@@ -347,9 +346,6 @@ print("killed")
 
 
 def test_a_process_whose_pool_was_killed_mid_result_exits(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-c", KILLED_MID_RESULT, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    proc = run_python(KILLED_MID_RESULT, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "killed\n"
