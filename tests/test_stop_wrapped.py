@@ -13,42 +13,18 @@ point (the same test, about one run in seven: "2 of 2 points done").
 
 from __future__ import annotations
 
-import signal
+import pytest
 
-from kernbench.sweep import stop
 from tests.support import run_python
 
-
-def wrapped(how: str) -> BaseException:
-    """An error raised while the stop signal was being raised, as C code raises it:
-    from it (``__cause__``) or during it (``__context__``)."""
-    try:
-        try:
-            raise stop.Interrupted(signal.SIGINT)
-        except stop.Interrupted as exc:
-            if how == "from":
-                raise SystemError("returned a result with an exception set") from exc
-            raise SystemError("returned a result with an exception set")  # noqa: B904
-    except SystemError as exc:
-        return exc
-    raise AssertionError("not raised")
-
-
-def test_the_signal_is_found_behind_what_wrapped_it():
-    for how in ("from", "during"):
-        exc = wrapped(how)
-        found = stop.interruption(exc)
-        assert isinstance(found, stop.Interrupted) and found.signum == signal.SIGINT
-    direct = stop.Interrupted(signal.SIGTERM)
-    assert stop.interruption(direct) is direct
-    assert stop.interruption(ValueError("not a stop")) is None
-    assert stop.interruption(KeyboardInterrupt()) is None
-
-
-# A launcher whose wait the signal interrupts inside C code: run_plan must take it as
-# the stop (read the finished points' marks, end the launcher's processes, return)
-# and not let the SystemError out. In a fresh process: run_plan ends this process's
-# children when it stops.
+# A launcher whose wait the signal interrupts inside C code: run_plan must take what
+# it raises as the stop (read the finished points' marks, end the launcher's
+# processes, return) and not let it out. The handler (the sweep's, installed) raises
+# the stop; C code hands it back wrapped, from it (``__cause__``) or during it
+# (``__context__``), or as it is. An error with no stop requested is the launcher's
+# own and goes out as it came (a KeyboardInterrupt too: no handler installed, as
+# under the launch API). In a fresh process: run_plan ends this process's children
+# when it stops.
 RUN_PLAN = """
 import signal, sys
 from pathlib import Path
@@ -56,23 +32,41 @@ from kernbench.sweep import stop
 from kernbench.sweep.plan import Plan
 from kernbench.sweep.run import run_plan
 
-def run(chunks, gather):
-    try:
-        raise stop.Interrupted(signal.SIGINT)
-    except stop.Interrupted as exc:
-        raise SystemError("returned a result with an exception set") from exc
+how = sys.argv[2]
 
-request = stop.StopRequest()
-request.signum = signal.SIGINT
-gather = run_plan(Plan([], []), [], Path(sys.argv[1]), run, request, polled=False)
+def run(chunks, gather):
+    if how == "ValueError":
+        raise ValueError("not a stop")
+    if how == "KeyboardInterrupt":
+        raise KeyboardInterrupt()
+    try:
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the stop handler
+    except stop.Interrupted as exc:
+        if how == "from":
+            raise SystemError("returned a result with an exception set") from exc
+        if how == "during":
+            raise SystemError("returned a result with an exception set")
+        raise
+
+with stop.handled() as request:
+    gather = run_plan(Plan([], []), [], Path(sys.argv[1]), run, request, polled=False)
 print("stopped in order with", len(gather.results), "points done")
 """
 
 
-def test_a_launchers_wait_interrupted_inside_c_code_stops_in_order(tmp_path):
-    proc = run_python(RUN_PLAN, str(tmp_path))
+@pytest.mark.parametrize("how", ["from", "during", "as it is"])
+def test_a_launchers_wait_interrupted_inside_c_code_stops_in_order(tmp_path, how):
+    proc = run_python(RUN_PLAN, str(tmp_path), how)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "stopped in order with 0 points done\n"
+
+
+@pytest.mark.parametrize("error", ["ValueError", "KeyboardInterrupt"])
+def test_a_launchers_own_error_with_no_stop_requested_goes_out(tmp_path, error):
+    proc = run_python(RUN_PLAN, str(tmp_path), error)
+    assert proc.returncode != 0
+    assert proc.stdout == ""
+    assert proc.stderr.strip().splitlines()[-1].startswith(error)
 
 
 # A launcher whose wait checks for signals as Ray's ray.get does

@@ -186,15 +186,16 @@ def run_plan(
     with what is done (local workers); otherwise (another launcher, which waits for all
     its jobs) the signal interrupts it, and the points its jobs finished are read from
     their marks (:func:`kernbench.sweep.remote.finished`). Whatever the launcher raises
-    once the request has fired is the stop, not a failure: Ray raises a KeyboardInterrupt
-    of its own for the one it took from the handler."""
+    once the request has fired is the stop, not a failure, however C code under it
+    handed the handler's exception back: Ray's ``ray.get`` raised a KeyboardInterrupt of
+    its own for it, or a SystemError caused by it."""
     overrides = {p.num: p.overrides for p in plan.points}
     gather = Gather(sweep_dir, len(plan.points), overrides)
     try:
         with request.polled() if polled else contextlib.nullcontext():
             run(chunks, gather)
-    except BaseException as exc:  # the stop signal, raised inside the launcher's wait
-        if stop.interruption(exc) is None and not request.requested:
+    except BaseException:  # the stop signal, raised inside the launcher's wait
+        if not request.requested:
             raise
         from kernbench.sweep.remote import abandon_jobs, finished
 

@@ -53,22 +53,6 @@ class Interrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def interruption(exc: BaseException) -> Interrupted | None:
-    """The stop signal behind ``exc``: ``exc`` itself, or an exception it was raised
-    from or while handling. The handler raises :class:`Interrupted` wherever Python
-    code was running, and C code it ran under may hand it back wrapped: Ray's
-    ``ray.get``, interrupted while it unpickled a finished job's result, raised
-    ``SystemError: ... returned a result with an exception set`` caused by it."""
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen:
-        if isinstance(at, Interrupted):
-            return at
-        seen.add(id(at))
-        at = at.__cause__ or at.__context__
-    return None
-
-
 class StopRequest:
     """Whether, and by which signal, the sweep was told to stop."""
 

@@ -230,13 +230,13 @@ class FastSweeper(Sweeper):
             except ConfigError as exc:
                 _refuse(exc.key, str(exc).removeprefix(f"{exc.key}: "))
             except BaseException as exc:
-                if stop.interruption(exc) is not None:  # told to stop before any point ran
-                    stop.report(request, 0, len(jobs), self.cache_dir() is not None)
-                elif not (isinstance(exc, SystemExit) and request.requested):
+                if not request.requested:
                     raise
-                # Stopped, in order (run_points has said so): out now, with the stop
-                # handlers still in place, so a Ctrl-C pressed again on the way out
-                # still leaves in one line (stop.leave).
+                if not isinstance(exc, SystemExit):  # told to stop before any point ran
+                    stop.report(request, 0, len(jobs), self.cache_dir() is not None)
+                # Stopped, in order (run_points has said so if points ran): out now,
+                # with the stop handlers still in place, so a Ctrl-C pressed again on
+                # the way out still leaves in one line (stop.leave).
                 stop.leave(request.exit_status)
 
     def check_settings(self) -> None:
