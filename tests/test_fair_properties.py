@@ -38,10 +38,12 @@ TOL = 1e-9  # relative: sums of float rates
 
 
 class Transfer:
-    """A stand-in DMA stage: its parts, and when its last one completed."""
+    """A stand-in DMA stage: its parts (``flowing``: those that are undrained flows,
+    the fabric's count), and when its last one completed."""
 
     def __init__(self) -> None:
         self.parts = 1
+        self.flowing = 0
         self.end = -1.0
 
 

@@ -36,6 +36,7 @@ class Stage:
         "deps_left",
         "dependents",
         "parts",
+        "flowing",
     )
 
     def __init__(
@@ -60,6 +61,9 @@ class Stage:
         # Completions still to come before the stage ends: one, unless the fair data
         # plane moves some of a DMA stage's requests as flows of their own.
         self.parts = 1
+        # Of those, the fair data plane's flows that have not drained yet (the last to
+        # drain is the last to complete: the others complete without an event).
+        self.flowing = 0
 
     def after(self, other: Stage) -> None:
         """Make this stage wait for ``other`` to finish."""

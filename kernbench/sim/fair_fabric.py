@@ -209,6 +209,7 @@ class FairFabric(DataPlane):
         self._seq = seq
         if flows:
             transfer.parts += flows - (end < 0.0)
+            transfer.flowing += flows
             return end if end >= 0.0 else None
         return end if end >= 0.0 else issue  # no request: nothing to move
 
@@ -266,6 +267,7 @@ class FairFabric(DataPlane):
                 continue  # drained already: its completion is in the arithmetic part
             flow = Flow(seq, queue, nbytes, transfer, done, None, None)
             transfer.parts += 1
+            transfer.flowing += 1
             if issue + lat > now:
                 queue.waiting += 1
                 self.events.schedule(issue + lat, self._join, flow)
@@ -321,7 +323,17 @@ class FairFabric(DataPlane):
         flow.left = -1.0
         queue = flow.queue
         queue.flows.popleft()
-        self.events.schedule(now + self.access_latency_ns, flow.done, flow.transfer)
+        transfer = flow.transfer
+        transfer.flowing -= 1
+        if transfer.flowing:
+            # Another flow of its transfer drains at this instant or later, so completes
+            # no earlier (completion is an access latency after the last byte, the same
+            # for every flow): this part is done with no event of its own (a 1:1
+            # access's 8 channel flows cost one completion event, not 8). An event
+            # would only have counted the part down, in the order it now is.
+            transfer.parts -= 1
+        else:
+            self.events.schedule(now + self.access_latency_ns, flow.done, transfer)
         if flow.trace is not None and flow.req is not None:
             flow.trace(flow.req, flow.began, now + self.access_latency_ns)
         if not queue.flows:

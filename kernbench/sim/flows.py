@@ -24,9 +24,11 @@ INFINITY: Final = float("inf")
 
 class Transfer(Protocol):
     """What the fabric completes: a DMA stage. ``parts`` counts the completions it is
-    still owed (its ``done`` callback is called once per part)."""
+    still owed (its ``done`` callback is called once per part), ``flowing`` those of
+    them that are flows not drained yet."""
 
     parts: int
+    flowing: int
 
 
 Done = Callable[[Transfer], None]

@@ -70,6 +70,7 @@ class DmaOp(Stage):
         self.deps_left = 0
         self.dependents: list[Stage] = []  # nothing is generated after a primitive DMA
         self.parts = 1
+        self.flowing = 0
         self.id = op_id
         self.cmd = cmd
         self.waiters: list[Stage] = []
