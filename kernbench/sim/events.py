@@ -116,6 +116,16 @@ class LocalQueue:
         """Call ``callback(arg)`` at ``at``, keyed as a SimPy event scheduled now."""
         heappush(self.heap, (at, self._next_eid(), callback, arg))
 
+    def reserve(self) -> int:
+        """The eid an event scheduled now would get, taken: :meth:`push` it later under
+        it, and it runs exactly where it would have run, scheduled now."""
+        return self._next_eid()
+
+    def push(self, at: float, eid: int, callback: Callback, arg: Any) -> None:
+        """Call ``callback(arg)`` at ``at`` under an eid :meth:`reserve` gave earlier
+        (pushed before anything later than it runs: before ``at``)."""
+        heappush(self.heap, (at, eid, callback, arg))
+
     def run_inline(self, at: float, callback: Callback, arg: Any) -> bool:
         """Schedule ``callback(arg)`` at ``at`` — unless it would be the very next event:
         then it becomes the event being run and True tells the caller to go on with its

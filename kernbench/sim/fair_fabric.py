@@ -274,8 +274,7 @@ class FairFabric(DataPlane):
                 continue
             if drain <= now:  # draining: the queue's head, at the route's bandwidth
                 flow.left, flow.rate, flow.since, flow.began = (stop - now) * cap, cap, now, start
-                flow.end_at = stop
-                self.events.schedule(stop, self._drained, flow)
+                self._complete_at(flow, stop)
             queue.flows.append(flow)
         queue.booked = queue.last = None
         if queue.flows:
@@ -318,7 +317,15 @@ class FairFabric(DataPlane):
         access latency later; the next in its queue takes over."""
         now = self.events.now
         if flow.end_at != now or flow.left < 0.0:
-            return  # re-keyed since, or drained already at this instant
+            # Drained already, or re-keyed: an event superseded by an earlier one, or the
+            # flow's earliest, whose completion has moved later since it was queued.
+            if now == flow.queued and flow.left >= 0.0:
+                if flow.end_at < INFINITY:
+                    flow.queued = flow.end_at
+                    self.events.push(flow.end_at, flow.key, self._drained, flow)
+                else:
+                    flow.queued = INFINITY  # stopped: queued again when it has a rate
+            return
         self._close(flow, now)
         flow.left = -1.0
         queue = flow.queue
@@ -502,10 +509,24 @@ class FairFabric(DataPlane):
             flow.began = now - flow.queue.latency
         flow.rate, flow.since = rate, now
         if rate > 0.0:
-            flow.end_at = now + flow.left / rate
-            self.events.schedule(flow.end_at, self._drained, flow)
+            self._complete_at(flow, now + flow.left / rate)
         else:
             flow.end_at = INFINITY
+
+    def _complete_at(self, flow: Flow, end: float) -> None:
+        """Re-key ``flow``'s completion to ``end``, as an event scheduled now would be
+        keyed, and queue it only if it is earlier than the flow's earliest completion
+        event; a later one is queued when that event comes (lazily: a flow's rate
+        changes about twice as it drains, in a contended 1:1 run, and a rate that
+        falls then rises again costs one event instead of two). The order of events
+        is the eager one's: a completion runs under the key it would have had,
+        scheduled at the change that set its time."""
+        eid = self.events.reserve()
+        if end != flow.end_at:
+            flow.end_at, flow.key = end, eid
+        if end < flow.queued:
+            flow.queued = end
+            self.events.push(end, flow.key, self._drained, flow)
 
     def _close(self, flow: Flow, now: float) -> None:
         """Record the stretch ``flow`` drained at its current rate, if recording."""

@@ -45,6 +45,8 @@ class Flow:
         "rate",
         "since",
         "end_at",
+        "key",
+        "queued",
         "began",
         "transfer",
         "done",
@@ -69,7 +71,13 @@ class Flow:
         self.left = float(nbytes)  # bytes not drained at ``since``
         self.rate = 0.0
         self.since = 0.0
-        self.end_at = INFINITY
+        self.end_at = INFINITY  # when its last byte leaves at its rate (INFINITY: none)
+        # Its completion's key: the eid of the rate change that set ``end_at`` (the
+        # first of those in a row that set that very time), the order it completes in
+        # among events at that time; and the time of its earliest completion event in
+        # the queue (INFINITY: none), which may be earlier than ``end_at``.
+        self.key = -1
+        self.queued = INFINITY
         self.began = INFINITY  # when it first drained (minus its latency: see trace)
         self.transfer = transfer
         self.done = done
