@@ -55,9 +55,10 @@ class DataPlane:
     ) -> float | None:
         """Move ``requests`` issued at ``issue`` for the DMA stage ``transfer``: the
         completion of what is timed at once (the stage's first part), or None; every
-        further part (``transfer.parts``) calls ``done(transfer)`` when it completes
-        (the fair fabric types the stage as the :class:`~kernbench.sim.flows.Transfer`
-        it reads)."""
+        further part (``transfer.parts``) is counted down when it completes, through
+        ``done(transfer)`` or, for a fair-share flow that is not its stage's last to
+        drain, by the fabric itself (the fair fabric types the stage as the
+        :class:`~kernbench.sim.flows.Transfer` it reads)."""
         raise NotImplementedError
 
 

@@ -16,7 +16,11 @@ solve per access). A recomputation covers the queues that share links or a reque
 transitively, with what changed (SimGrid's *selective update*; a requester's queues
 are coupled by its age order), happens once per simulated instant
 however many requests changed at it, and re-keys the completion of only the requests
-whose rate moved (SimGrid's *lazy actions*: a stale completion is skipped when popped).
+whose rate moved (SimGrid's *lazy actions*), lazily: a completion that moves later keeps
+its event, which queues the new one under its key when it comes, so a rate that falls
+and rises again costs one event (``_complete_at``); a stale event is skipped when popped.
+The flows of one DMA stage but the last to drain complete at their drain, with no
+event: completion is an access latency after the last byte for every flow.
 Two things are kept between recomputations, both exact: the component each link was
 found in, until a queue enters or leaves (a hotspot's recomputations in between, where
 a queue's new head moves in its requester's age order, cover the same one); and the

@@ -1,0 +1,107 @@
+"""What the fair fabric's flows cost in events (DESIGN §3.2), on two PEs of one cube under
+1:1 (8 channels of 32 GB/s each): the times by hand, and the events that carry them.
+
+PE 0 reads its own memory (route latency 6 ns: DMA->router 2 + router->HBM 4), PE 1 reads
+PE 0's (12 ns: PE->NOC 5 + NOC->router 3 + router->HBM 4) through its 128 GB/s link to
+the NOC; every request then drains at the rate the links give it and completes 40 ns
+(the HBM access) after its last byte.
+"""
+
+from __future__ import annotations
+
+from kernbench.sim.events import LocalQueue, SimEnv
+from kernbench.sim.fair_fabric import FairFabric
+from kernbench.topology.routes import MemoryRoutes, Router
+from tests.support import make_cfg
+from tests.test_fair_properties import topology
+
+_CFG = make_cfg(one_to_one=True).topology
+ACCESS = _CFG.cube.memory_map.hbm_access_latency_ns  # 40 ns
+CHANNEL_BW = _CFG.cube.memory_map.hbm_channel_bw_gbs  # 32 GB/s = bytes/ns
+PE_NOC_BW = _CFG.links.pe_noc_bw_gbs  # 128 GB/s: PE 1's 8 flows at 16 GB/s fill it
+
+
+class Transfer:
+    """A stand-in DMA stage: the fabric's counts, and what its completion calls saw."""
+
+    def __init__(self) -> None:
+        self.parts = 1
+        self.flowing = 0
+        self.calls = 0  # completion calls the fabric made (one per event)
+        self.end = -1.0
+
+
+def run(issues: list[tuple[int, list[int], int]]) -> tuple[list[Transfer], list[float], float]:
+    """Issue every ``(PE, channels of PE 0, bytes per channel)`` at 0 ns as one transfer,
+    as flows (no arithmetic booking); return the transfers, the time of every event the
+    queue ran, and the latencies of PE 0's and PE 1's routes to PE 0's channel 0."""
+    graph = topology(2, 1, 8, True)
+    env = SimEnv()
+    events = LocalQueue(env)
+    fabric = FairFabric(graph, ACCESS, events, fast=False)
+    router = Router(graph)
+    routes = [MemoryRoutes(router, pe.node("dma")) for pe in graph.pes]
+    channels = graph.routers(graph.pes[0])
+    ran: list[float] = []
+    events.set_report(lambda: ran.append(events.now), 1)
+    transfers = [Transfer() for _ in issues]
+
+    def finish(t: Transfer) -> None:
+        t.calls += 1
+        t.parts -= 1
+        if not t.parts:
+            t.end = events.now
+
+    def issue(k: int) -> None:
+        pe, picks, nbytes = issues[k]
+        requests = [(channels[c], 0, nbytes, c) for c in picks]
+        end = fabric.start(requests, routes[pe], events.now, transfers[k], finish)
+        assert end is None  # every request is a flow
+
+    for k in range(len(issues)):
+        events.schedule(0.0, issue, k)
+    events.run()
+    lat = [routes[pe][channels[0]].latency_ns for pe in (0, 1)]
+    return transfers, ran, *lat
+
+
+def test_a_transfers_channel_flows_complete_with_one_event():
+    """Both PEs read 256 B on each of the 8 channels. PE 0's flows join at 6 and drain
+    alone at 32 GB/s: 192 B each by 12, when PE 1's join; then each channel is shared,
+    16 GB/s each, so PE 0's last 64 B take 4 ns (drained at 16). PE 1's flows drain 64 B
+    by 16, and their last 192 B at 16 GB/s still, not 32: the 8 of them fill PE 1's 128
+    GB/s link to the NOC, so they drain at 16 + 12 = 28. Completions at 16 + 40 = 56 and
+    28 + 40 = 68, each with one call: the flows of a transfer that drain before its
+    last one are counted down at their drain (8 calls each before)."""
+    (mine, theirs), ran, local, remote = run([(0, list(range(8)), 256), (1, list(range(8)), 256)])
+    assert (local, remote) == (6.0, 12.0)
+    alone = (remote - local) * CHANNEL_BW  # bytes PE 0's flows drain before PE 1's join
+    mine_drained = remote + (256 - alone) / (CHANNEL_BW / 2)
+    assert mine.end == mine_drained + ACCESS == 56.0
+    theirs_drained = mine_drained + (256 - (256 - alone)) / (PE_NOC_BW / 8)
+    assert theirs.end == theirs_drained + ACCESS == 68.0
+    assert (mine.calls, theirs.calls) == (1, 1)
+    assert (mine.parts, theirs.parts, mine.flowing, theirs.flowing) == (0, 0, 0, 0)
+    assert ran[-1] == theirs.end
+
+
+def test_a_flow_whose_rate_falls_and_rises_completes_with_no_late_event():
+    """PE 0 reads 3200 B on channel 0, PE 1 320 B on it. PE 0's flow joins at 6 alone at
+    32 GB/s (its end then: 6 + 100 = 106); at 12 PE 1's joins and each drains at 16
+    (PE 0's end moves to 12 + 3008 / 16 = 200); PE 1's drains its 320 B by 32 and PE 0's
+    is alone again at 32 GB/s: 2688 B left, drained at 116, the channel busy from 6 to
+    6 + 3520 / 32 = 116 without a gap. Completions at 32 + 40 = 72 and 116 + 40 = 156.
+    The flow's completion was re-keyed twice (to 200, then 116): the event queued for
+    106 finds it moved and queues 116; no event is left for 200, so nothing runs after
+    the last completion (an eager re-keying ran a stale event at 200)."""
+    (mine, theirs), ran, local, remote = run([(0, [0], 3200), (1, [0], 320)])
+    first_end = local + 3200 / CHANNEL_BW
+    left = 3200 - (remote - local) * CHANNEL_BW
+    assert (first_end, remote + left / (CHANNEL_BW / 2)) == (106.0, 200.0)
+    theirs_drained = remote + 320 / (CHANNEL_BW / 2)
+    assert theirs.end == theirs_drained + ACCESS == 72.0
+    drained = theirs_drained + (left - 320) / CHANNEL_BW
+    assert drained == local + (3200 + 320) / CHANNEL_BW == 116.0
+    assert mine.end == drained + ACCESS == 156.0
+    assert first_end in ran  # the early event ran, and queued the real one
+    assert max(ran) == mine.end
