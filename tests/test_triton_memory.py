@@ -180,6 +180,38 @@ def test_a_permuted_block_with_a_runs_ends_is_read_in_its_order():
         assert torch.equal(acc.to_torch(out), xs[src])
 
 
+@pytest.mark.parametrize("swapped", [False, True])
+def test_a_block_over_two_shards_is_the_element_wise_runs_and_pas(swapped):
+    """Translator.run_pieces (a warm launch's whole blocks) against the element-wise
+    path on a block over two shards: an 8 KiB tensor's shard cut in two halves, the
+    block its bytes 2048..6144. In place, the halves' device bytes are contiguous: one
+    run of 4096 B. Swapped (the second half's bytes first on the device), two runs of
+    2048 B, in address order: the second half's first. Either way the pieces are the
+    elements' PAs in tensor order."""
+    from kernbench.triton.memory import ShardView
+    from kernbench.triton.runs import contiguous_runs
+
+    acc = Accelerator(["topology=small", "address=va"], pes=1)
+    x = acc.tensor(torch.randn(N), ONE_PE)
+    (whole,) = x.views[0]
+    half = whole.nbytes // 2
+    assert half == 4096
+    low, high = whole.ptr, whole.ptr + half
+    first, second = (high, low) if swapped else (low, high)
+    views = [[ShardView(0, half, first, whole.pe), ShardView(half, half, second, whole.pe)]]
+    pe, tr = whole.pe, acc.translator
+    offsets = np.arange(2048, 6144, 4, dtype=np.int64)
+    dev = tr.device_addrs(views, pe, offsets)
+    pas = tr.pas(pe, dev)  # resolves the chunks, as a first launch does
+    assert tr.run_pieces(views, pe, 2048, 4096) is not None  # all resolved
+    runs, pieces = tr.run_pieces(views, pe, 2048, 4096)  # warm: from what it kept
+    assert runs == contiguous_runs(dev, 4)
+    assert runs == ([(low + 2048, 4096)] if not swapped else
+                    [(low, 2048), (high + 2048, 2048)])  # fmt: skip
+    by_element = np.concatenate([np.arange(pa, pa + n, 4) for pa, n in pieces])
+    assert by_element.tolist() == pas.tolist()
+
+
 def test_a_pointer_past_its_tensor_is_a_fault():
     acc = Accelerator(["topology=small", "address=va"], pes=1)
     x = acc.tensor(torch.randn(1000), ONE_PE)

@@ -47,10 +47,10 @@ class Lowering:
         tile = self._tile(ptrs.shape, elem)
         if ptrs.size and mask.all():  # every element: values straight from memory
             run = self._run(ptrs, elem)
-            if run is not None:  # one ascending run in one shard: by pieces
-                dev0, pieces = run
+            if run is not None:  # one ascending run of the tensor: by pieces
+                dev_runs, pieces = run
                 out = self.memory.read_pieces(pieces).view(dtype).reshape(ptrs.shape)
-                self._dma_run(dev0, ptrs.size * elem, tile, read=True)
+                self._dma_runs(dev_runs, tile, read=True)
                 return out, tile
             dev, pas = self._addresses(ptrs, elem)
             out = self.memory.read(pas, elem).view(dtype).reshape(ptrs.shape)
@@ -73,11 +73,11 @@ class Lowering:
         values = np.ascontiguousarray(np.broadcast_to(values, ptrs.shape))
         elem = values.dtype.itemsize
         run = self._run(ptrs, elem) if mask.all() else None
-        if run is not None:  # one ascending run in one shard: by pieces
-            dev0, pieces = run
+        if run is not None:  # one ascending run of the tensor: by pieces
+            dev_runs, pieces = run
             self.memory.write_pieces(pieces, values.reshape(-1).view(np.uint8))
             src = tile if tile is not None else self._tile(ptrs.shape, elem)
-            self._dma_run(dev0, ptrs.size * elem, src, read=False)
+            self._dma_runs(dev_runs, src, read=False)
             return
         if mask.all():  # every element (none at all if the block is empty)
             dev, pas = self._addresses(ptrs, elem)
@@ -135,11 +135,13 @@ class Lowering:
             dev[idx] = self.translator.device_addrs(views, pe, offs)
         return dev, self.translator.pas(pe, dev)
 
-    def _run(self, ptrs: np.ndarray, elem: int) -> tuple[int, list[tuple[int, int]]] | None:
+    def _run(
+        self, ptrs: np.ndarray, elem: int
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
         """A block of at least two elements at consecutive ascending host addresses,
-        inside one tensor, one shard and chunks resolved before: its device start and
-        PA pieces (:meth:`Translator.run_pieces`). None: take the element-wise path
-        (which also raises every fault)."""
+        inside one tensor, in chunks resolved before: its device runs and PA pieces
+        (:meth:`Translator.run_pieces`). None: take the element-wise path (which also
+        raises every fault)."""
         host = ptrs.reshape(-1)
         if host.size < 2:
             return None
@@ -155,9 +157,10 @@ class Lowering:
         pe = current_program().pe
         return self.translator.run_pieces(views, pe, first - base, host.size * elem)
 
-    def _dma_run(self, start: int, nbytes: int, tile: Tile, read: bool) -> None:
-        """The commands of one contiguous run (what :meth:`_dma` gives for it)."""
-        for cmd in dma_commands(descriptors([(start, nbytes)]), tile, read):
+    def _dma_runs(self, runs: list[tuple[int, int]], tile: Tile, read: bool) -> None:
+        """The commands of device runs in address order (what :meth:`_dma` gives for
+        the addresses of their elements)."""
+        for cmd in dma_commands(descriptors(runs), tile, read):
             self._emit(cmd)
 
     def _dma(self, dev: np.ndarray, elem: int, tile: Tile, read: bool) -> None:

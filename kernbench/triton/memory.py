@@ -143,36 +143,54 @@ class Translator:
 
     def run_pieces(
         self, views: list[list[ShardView]], pe: PeId, offset: int, nbytes: int
-    ) -> tuple[int, list[tuple[int, int]]] | None:
-        """Tensor bytes ``[offset, offset+nbytes)`` as one device run: its device start
-        and ``(PA, bytes)`` pieces in order, contiguous PAs merged. None (take the
-        element-wise path) unless the run lies in one shard and all its chunks are
-        resolved already."""
-        copy = _copy_for(views, pe)
-        shard = None
-        for v in copy:
-            if v.start <= offset < v.start + v.nbytes:
-                shard = v
-                break
-        if shard is None or offset + nbytes > shard.start + shard.nbytes:
-            return None
-        dev = shard.ptr + offset - shard.start
-        known = self._cache(pe).base_of
-        chunk, pieces = self.chunk, []
-        at, end = dev, dev + nbytes
-        while at < end:
-            key, within = divmod(at, chunk)
-            base = known.get(key)
-            if base is None:
-                return None
-            n = min(end, (key + 1) * chunk) - at
-            pa = base + within
-            if pieces and pieces[-1][0] + pieces[-1][1] == pa:
-                pieces[-1] = (pieces[-1][0], pieces[-1][1] + n)
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+        """Tensor bytes ``[offset, offset+nbytes)`` (inside the tensor) as device runs
+        and PA pieces: the ``(device start, bytes)`` runs in address order, contiguous
+        ones merged (what :func:`~kernbench.triton.runs.contiguous_runs` gives for
+        its elements' device addresses), and the ``(PA, bytes)`` pieces in tensor
+        order, contiguous PAs merged. A block that crosses shards (a shard's bytes are
+        rarely a multiple of the block's) is one run per shard. None (take the
+        element-wise path) unless every chunk it touches is resolved already."""
+        cache = self._cache(pe)
+        # A warm launch reads and writes the same blocks again: their runs and pieces
+        # are kept with the chunks they came from (and forgotten with them).
+        held = cache.runs.get((id(views), offset, nbytes))
+        if held is not None and held[0] is views:
+            return held[1], held[2]
+        known = cache.base_of
+        chunk = self.chunk
+        runs: list[tuple[int, int]] = []
+        pieces: list[tuple[int, int]] = []
+        end_offset = offset + nbytes
+        for v in sorted(_copy_for(views, pe), key=_shard_start):
+            lo, hi = max(offset, v.start), min(end_offset, v.start + v.nbytes)
+            if lo >= hi:
+                continue
+            at = v.ptr + lo - v.start
+            end = at + hi - lo
+            runs.append((at, end - at))
+            while at < end:
+                key, within = divmod(at, chunk)
+                base = known.get(key)
+                if base is None:
+                    return None
+                n = min(end, (key + 1) * chunk) - at
+                pa = base + within
+                if pieces and pieces[-1][0] + pieces[-1][1] == pa:
+                    pieces[-1] = (pieces[-1][0], pieces[-1][1] + n)
+                else:
+                    pieces.append((pa, n))
+                at += n
+        runs.sort()
+        merged = runs[:1]
+        for at, n in runs[1:]:
+            last_at, last_n = merged[-1]
+            if last_at + last_n == at:
+                merged[-1] = (last_at, last_n + n)
             else:
-                pieces.append((pa, n))
-            at += n
-        return dev, pieces
+                merged.append((at, n))
+        cache.runs[id(views), offset, nbytes] = (views, merged, pieces)
+        return merged, pieces
 
     def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
         """PA of every device address in ``dev``, through the address model."""
@@ -223,6 +241,13 @@ class _ChunkPas:
         self.keys = np.zeros(0, np.int64)
         self.bases = np.zeros(0, np.int64)
         self.base_of: dict[int, int] = {}  # the same, for a few chunks at a time
+        # Blocks resolved whole, by (id of the tensor's views, offset, bytes): the views
+        # (an id is only good while they live), device runs and PA pieces. The callers
+        # only read them.
+        self.runs: dict[
+            tuple[int, int, int],
+            tuple[list[list[ShardView]], list[tuple[int, int]], list[tuple[int, int]]],
+        ] = {}
 
     def find(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each key's index into ``bases``, and whether it is held at all."""
@@ -238,6 +263,10 @@ class _ChunkPas:
         self.keys = all_keys[order]
         self.bases = np.concatenate((self.bases, np.array(bases, np.int64)))[order]
         self.base_of.update(zip(keys.tolist(), bases, strict=True))
+
+
+def _shard_start(view: ShardView) -> int:
+    return view.start
 
 
 def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
