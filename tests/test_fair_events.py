@@ -9,6 +9,8 @@ the NOC; every request then drains at the rate the links give it and completes 4
 
 from __future__ import annotations
 
+import pytest
+
 from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fair_fabric import FairFabric
 from kernbench.topology.routes import MemoryRoutes, Router
@@ -31,11 +33,14 @@ class Transfer:
         self.end = -1.0
 
 
-def run(issues: list[tuple[int, list[int], int]]) -> tuple[list[Transfer], list[float], float]:
-    """Issue every ``(PE, channels of PE 0, bytes per channel)`` at 0 ns as one transfer,
-    as flows (no arithmetic booking); return the transfers, the time of every event the
-    queue ran, and the latencies of PE 0's and PE 1's routes to PE 0's channel 0."""
-    graph = topology(2, 1, 8, True)
+def run(
+    issues: list[tuple[int, list[int], int]], at: list[float] | None = None
+) -> tuple[list[Transfer], list[float], float, float]:
+    """Issue every ``(PE, channels of PE 0, bytes per channel)`` as one transfer, at 0 ns
+    or at its time in ``at``, as flows (no arithmetic booking), on 4 PEs of one cube;
+    return the transfers, the time of every event the queue ran, and the latencies of
+    PE 0's and PE 1's routes to PE 0's channel 0."""
+    graph = topology(4, 1, 8, True)
     env = SimEnv()
     events = LocalQueue(env)
     fabric = FairFabric(graph, ACCESS, events, fast=False)
@@ -59,10 +64,10 @@ def run(issues: list[tuple[int, list[int], int]]) -> tuple[list[Transfer], list[
         assert end is None  # every request is a flow
 
     for k in range(len(issues)):
-        events.schedule(0.0, issue, k)
+        events.schedule(at[k] if at else 0.0, issue, k)
     events.run()
     lat = [routes[pe][channels[0]].latency_ns for pe in (0, 1)]
-    return transfers, ran, *lat
+    return transfers, ran, lat[0], lat[1]
 
 
 def test_a_transfers_channel_flows_complete_with_one_event():
@@ -105,3 +110,26 @@ def test_a_flow_whose_rate_falls_and_rises_completes_with_no_late_event():
     assert mine.end == drained + ACCESS == 156.0
     assert first_end in ran  # the early event ran, and queued the real one
     assert max(ran) == mine.end
+
+
+def test_a_flow_sped_up_then_slowed_completes_from_one_queued_event():
+    """PE 1 reads 3200 B and PE 2 320 B on channel 0, both joining at 12: 16 GB/s each,
+    so PE 1's end is 12 + 3200 / 16 = 212. PE 2's drains by 32, and PE 1's, alone at 32
+    GB/s with 2880 B left, would end at 32 + 2880 / 32 = 122: queued, the event for 212
+    superseded. At 50 PE 2 and PE 3 (3200 B each, issued at 38) join: a third each, so
+    PE 1's 2304 B left end at 50 + 2304 x 3 / 32 = 266, later than queued. The event
+    for 122 queues 266; the superseded one for 212 finds it queued already and queues
+    nothing, so PE 1's flow drains once, at 266, with no second event there."""
+    issues = [(1, [0], 3200), (2, [0], 320), (2, [0], 3200), (3, [0], 3200)]
+    (mine, short, *late), ran, _, remote = run(issues, at=[0.0, 0.0, 38.0, 38.0])
+    assert short.end == remote + 320 / (CHANNEL_BW / 2) + ACCESS == 72.0
+    left = 3200 - 320 - (50 - 32) * CHANNEL_BW
+    drained = 50 + left / (CHANNEL_BW / 3)
+    assert drained == pytest.approx(266.0, abs=1e-9)
+    assert mine.end == drained + ACCESS
+    # each of the two late ones drained 2304 B by then, and 896 B at 16 GB/s after
+    assert [t.end for t in late] == pytest.approx([drained + 896 / 16 + ACCESS] * 2)
+    assert 122.0 in ran and 212.0 in ran  # the queued event, and the superseded one
+    # at PE 1's drain: the drain itself and the recomputation its queue's leaving asks
+    # for; a second event queued for it by the superseded one would be a third
+    assert ran.count(drained) == 2
