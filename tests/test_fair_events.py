@@ -1,9 +1,9 @@
-"""What the fair fabric's flows cost in events (DESIGN §3.2), on two PEs of one cube under
+"""What the fair fabric's flows cost in events (DESIGN §3.2), on the PEs of one cube under
 1:1 (8 channels of 32 GB/s each): the times by hand, and the events that carry them.
 
-PE 0 reads its own memory (route latency 6 ns: DMA->router 2 + router->HBM 4), PE 1 reads
-PE 0's (12 ns: PE->NOC 5 + NOC->router 3 + router->HBM 4) through its 128 GB/s link to
-the NOC; every request then drains at the rate the links give it and completes 40 ns
+PE 0 reads its own memory (route latency 6 ns: DMA->router 2 + router->HBM 4), PEs 1-3
+read PE 0's (12 ns: PE->NOC 5 + NOC->router 3 + router->HBM 4), each through its 128 GB/s
+link to the NOC; every request then drains at the rate the links give it and completes 40 ns
 (the HBM access) after its last byte.
 """
 

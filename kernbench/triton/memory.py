@@ -162,7 +162,7 @@ class Translator:
         runs: list[tuple[int, int]] = []
         pieces: list[tuple[int, int]] = []
         end_offset = offset + nbytes
-        for v in sorted(_copy_for(views, pe), key=_shard_start):
+        for v in _copy_for(views, pe):  # shards in tensor order (shard_views)
             lo, hi = max(offset, v.start), min(end_offset, v.start + v.nbytes)
             if lo >= hi:
                 continue
@@ -175,20 +175,11 @@ class Translator:
                 if base is None:
                     return None
                 n = min(end, (key + 1) * chunk) - at
-                pa = base + within
-                if pieces and pieces[-1][0] + pieces[-1][1] == pa:
-                    pieces[-1] = (pieces[-1][0], pieces[-1][1] + n)
-                else:
-                    pieces.append((pa, n))
+                _extend(pieces, base + within, n)
                 at += n
-        runs.sort()
-        merged = runs[:1]
-        for at, n in runs[1:]:
-            last_at, last_n = merged[-1]
-            if last_at + last_n == at:
-                merged[-1] = (last_at, last_n + n)
-            else:
-                merged.append((at, n))
+        merged: list[tuple[int, int]] = []
+        for at, n in sorted(runs):
+            _extend(merged, at, n)
         cache.runs[id(views), offset, nbytes] = (views, merged, pieces)
         return merged, pieces
 
@@ -265,8 +256,12 @@ class _ChunkPas:
         self.base_of.update(zip(keys.tolist(), bases, strict=True))
 
 
-def _shard_start(view: ShardView) -> int:
-    return view.start
+def _extend(spans: list[tuple[int, int]], start: int, nbytes: int) -> None:
+    """Add ``(start, nbytes)`` to ``spans``, merged into the last if it continues it."""
+    if spans and spans[-1][0] + spans[-1][1] == start:
+        spans[-1] = (spans[-1][0], spans[-1][1] + nbytes)
+    else:
+        spans.append((start, nbytes))
 
 
 def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
