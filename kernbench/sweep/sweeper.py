@@ -306,8 +306,6 @@ class FastSweeper(Sweeper):
         stop meanwhile, it merges the points done, says so in one line and exits with
         the signal's status (:mod:`kernbench.sweep.stop`)."""
         assert self.config is not None and self.launcher is not None
-        for shape in range(len(plan.shapes)):  # per-shape work, done before points start
-            plan.typed_base(shape)
         write_records(plan, self.config, sweep_dir)
         base = {
             "sweep_dir": str(sweep_dir),
@@ -317,6 +315,11 @@ class FastSweeper(Sweeper):
         }
         kept = claim.kept_rows(sweep_dir) if self.resume else {}
         todo = Plan([p for p in plan.points if p.num not in kept], plan.shapes)
+        # Per-shape work, done before the points start, on the plan the chunks are cut
+        # from (which keeps it): made while cutting, it held back the first chunk of
+        # each shape by ~2.7 ms, with the workers idle.
+        for shape in range(len(todo.shapes)):
+            todo.typed_base(shape)
         if isinstance(self.launcher, FastLauncher):
             sizes = guided_sizes(self.launcher.workers)
             runner = self.launcher.run_chunks
