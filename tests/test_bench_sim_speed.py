@@ -225,7 +225,8 @@ BUILD_TARGETS = {"compiled": {"n:1": 0.5, "1:1": 0.25}, "pure": {"n:1": 0.3, "1:
 
 def build_table(accesses: int = 20_000, rounds: int = 3) -> dict[str, object]:
     """This process's build and, per case of :data:`BUILD_CASES`, the best of ``rounds``
-    (CPU seconds per access, CPU seconds per bare SimPy event measured just before)."""
+    (CPU seconds per access, CPU seconds per bare SimPy event measured just before), and
+    the kernel trace's cost per command (:func:`trace_cpu_s_per_command`)."""
     import kernbench
 
     best: dict[str, tuple[float, float]] = {}
@@ -237,7 +238,30 @@ def build_table(accesses: int = 20_000, rounds: int = 3) -> dict[str, object]:
             key = f"{label}|{pes}|{pattern}"
             if key not in best or cost / bare < best[key][0] / best[key][1]:
                 best[key] = (cost, bare)
-    return {"build": kernbench.build(), "cases": best}
+    bare = bare_cpu_s_per_event()
+    trace = min(trace_cpu_s_per_command(accesses) for _ in range(rounds))
+    return {"build": kernbench.build(), "cases": best, "trace": (trace, bare)}
+
+
+def trace_cpu_s_per_command(commands: int) -> float:
+    """CPU seconds per command of tracing a stream-like kernel (one ``tl.load`` of
+    2 KiB into one of 4 buffers per access, as the stream kernel's hot loop) and
+    replaying its commands with nothing simulated: the floor under every access's
+    cost that the simulator does not own."""
+    from kernbench import tl
+    from kernbench.runtime.exec_paths import ReplaySource
+
+    def kernel(n: int) -> None:
+        bufs = [tl.zeros((ACCESS,), dtype_bytes=1) for _ in range(4)]
+        shape = (ACCESS,)
+        for i in range(n):
+            tl.load(i * ACCESS, shape, 1, bufs[i % 4])
+
+    start = time.process_time()
+    source = ReplaySource(kernel, (commands,), (0,), (1,))
+    while source.next() is not None:
+        pass
+    return (time.process_time() - start) / commands
 
 
 def build_table_in_subprocess(pure: bool) -> dict[str, object]:
@@ -282,6 +306,13 @@ def test_both_builds_against_bare_simpy():
                 f"{build:<8} {label} {pes:>2} PE {pattern:<8} {cost * 1e6:7.2f} us/access"
                 f"  {ratio:.3f} x bare SimPy{verdict}{extra}"
             )
+    for table in tables:
+        (trace, bare), target = table["trace"], BUILD_TARGETS[table["build"]]["n:1"]
+        print(
+            f"{table['build']:<8} kernel trace and replay alone: {trace * 1e6:.2f} us a command"
+            f" = {trace / bare:.2f} bare SimPy events; n:1's target of {target:g} leaves"
+            f" {1 / target - trace / bare:.2f} for the rest of an access"
+        )
     # The speed-up as the ratio of the two builds' ratios to bare SimPy: each measured
     # against its own process's bare rate, so a clock that drifts between them cancels.
     compiled, pure = (dict(t["cases"]) for t in tables)
