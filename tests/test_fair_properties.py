@@ -1,7 +1,9 @@
 """Invariants of the fair-share fabric (DESIGN §3.2) on random traffic and topologies.
 
 The fabric is driven directly: random requests (a source PE, a target PE, one or
-several of the target's routers, bytes, a gap) issued on the pipelines' event queue.
+several of the target's routers, bytes, a gap, read or write) issued on the
+pipelines' event queue. A read's bytes come back on the reverse links; HBM's two
+directions are one resource, every other link's are two (DESIGN §13.1).
 The solver's rates are checked after every recomputation (an injected observer):
 
 - no link above its bandwidth;
@@ -10,8 +12,9 @@ The solver's rates are checked after every recomputation (an injected observer):
   first, start where the older ones froze (their rates summed), and each queue that
   drains crosses a saturated link on which no queue rose past its own freeze level.
 
-Over a whole run: the rate stretches recorded on every link never add up to more
-than its bandwidth at any instant, every byte issued drained, the fast path (queues
+Over a whole run: the rate stretches recorded on every resource (both directions of
+a half-duplex HBM link summed) never add up to more than its bandwidth at any
+instant, every byte issued drained on each link it crossed, in its direction, the fast path (queues
 alone on their links booked arithmetically, turned into flows when they meet other
 traffic) completes every request when the flow-only model does, and a rerun gives
 the same completion times. The solver also equals a plain round-by-round
@@ -58,7 +61,7 @@ def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool, sip
 
 
 def drive(graph, reqs, fast=True, record=False, observer=None, whole=False):
-    """Issue every ``(src, dst, channels, nbytes, gap)`` at its time; return the
+    """Issue every ``(src, dst, channels, nbytes, gap, reads)`` at its time; return the
     fabric and each transfer's completion time."""
     env = SimEnv()
     events = LocalQueue(env)
@@ -67,7 +70,11 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False):
     )
     router = Router(graph)
     pes = graph.pes
-    routes = {pe.index: MemoryRoutes(router, pe.node("dma")) for pe in pes}
+    routes = {
+        (pe.index, reads): MemoryRoutes(router, pe.node("dma"), reads)
+        for pe in pes
+        for reads in (False, True)
+    }
     transfers = []
 
     def finish(t: Transfer) -> None:
@@ -76,13 +83,13 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False):
             t.end = events.now
 
     def issue(k: int) -> None:
-        src, dst, channels, nbytes, _ = reqs[k]
+        src, dst, channels, nbytes, _, reads = reqs[k]
         target = pes[dst % len(pes)]
         routers = graph.routers(target)
         chosen = [routers[(channels + i) % len(routers)] for i in range(1 + channels % 3)]
         t = transfers[k]
         requests = [(r, 0, nbytes, -1) for r in chosen]
-        end = fabric.start(requests, routes[src % len(pes)], events.now, t, finish)
+        end = fabric.start(requests, routes[src % len(pes), reads], events.now, t, finish)
         if end is not None:
             events.schedule(end, finish, t)
 
@@ -130,17 +137,19 @@ def check_rates(bw, queues, rates) -> None:
         assert bottleneck, ("no bottleneck: not max-min between requesters", q, queues, rates)
 
 
-def check_segments(bw, segments) -> None:
-    """The recorded stretches of every link never add up past its bandwidth."""
+def check_segments(graph, segments) -> None:
+    """The recorded stretches of every resource (a link, or both directions of a
+    half-duplex HBM link) never add up past its bandwidth."""
     edges: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for links, t0, t1, rate in segments:
         for lk in links:
-            edges[lk] += [(t0, rate), (t1, -rate)]
-    for lk, marks in edges.items():
+            edges[graph.links[lk].resource] += [(t0, rate), (t1, -rate)]
+    for res, marks in edges.items():
         total = 0.0
         for _, delta in sorted(marks, key=lambda m: (m[0], m[1])):  # ends first
             total += delta
-            assert total <= bw[lk] * (1 + TOL), ("link above its bandwidth", lk, total)
+            bw = graph.links[res].bw_gbs
+            assert total <= bw * (1 + TOL), ("resource above its bandwidth", res, total)
 
 
 requests = st.lists(
@@ -150,6 +159,7 @@ requests = st.lists(
         st.integers(0, 7),  # which of the target's routers, and how many (1-3)
         st.integers(1, 1 << 16),  # bytes
         st.sampled_from([0.0, 0.5, 3.0, 17.0, 100.0, 400.0]),  # gap before it
+        st.booleans(),  # a read (its bytes come back) or a write
     ),
     min_size=1,
     max_size=40,
@@ -191,18 +201,29 @@ def test_recomputing_only_what_changed_equals_solving_every_queue_each_time(reqs
 
 @settings(max_examples=60, deadline=None)
 @given(reqs=requests, topo=topologies)
-def test_no_link_above_its_bandwidth_and_every_byte_drains(reqs, topo):
+def test_no_resource_above_its_bandwidth_and_every_byte_drains_in_its_direction(reqs, topo):
     graph = topology(*topo)
-    bw = [lk.bw_gbs for lk in graph.links]
     fabric, ends = drive(graph, reqs, fast=False, record=True)
     assert all(end >= 0.0 for end in ends)  # every transfer completed
-    check_segments(bw, fabric.segments)
+    check_segments(graph, fabric.segments)
     drained: dict[int, float] = defaultdict(float)
     for links, t0, t1, rate in fabric.segments:
         for lk in links:
             drained[lk] += rate * (t1 - t0)
     for lk, carried in enumerate(fabric.bytes_carried):
         assert drained[lk] == pytest.approx(carried, rel=1e-9, abs=1e-6)
+    # Per direction: a read's bytes only on the way back into the requesting DMA, a
+    # write's only on the way out of it; into and out of HBM, each request's once.
+    hbm = list(graph.hbm_link.values())
+    issued = {False: 0, True: 0}
+    for _, _, channels, nbytes, _, reads in reqs:
+        issued[reads] += nbytes * (1 + channels % 3)
+    carried = fabric.bytes_carried
+    assert sum(carried[lk.id] for lk in hbm) == issued[False]
+    assert sum(carried[graph.twin[lk.id]] for lk in hbm) == issued[True]
+    into = sum(carried[lk.id] for lk in graph.links if lk.dst.endswith(".dma"))
+    out_of = sum(carried[lk.id] for lk in graph.links if lk.src.endswith(".dma"))
+    assert (into, out_of) == (issued[True], issued[False])
 
 
 @settings(max_examples=80, deadline=None)

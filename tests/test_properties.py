@@ -47,7 +47,13 @@ def test_allocator_never_overlaps_and_coalesces_back_to_one_block(ops, align):
 
 
 requests = st.lists(
-    st.tuples(st.integers(0, 15), st.integers(0, 15), st.integers(1, 1 << 16), st.floats(0, 500)),
+    st.tuples(
+        st.integers(0, 15),
+        st.integers(0, 15),
+        st.integers(1, 1 << 16),
+        st.floats(0, 500),
+        st.booleans(),
+    ),
     min_size=1,
     max_size=40,
 )
@@ -56,25 +62,33 @@ requests = st.lists(
 # Many PEs onto two targets, close together: requests queue on shared links and leave
 # idle stretches (holes) that later requests of other sizes try to fill.
 hotspot_requests = st.lists(
-    st.tuples(st.integers(0, 15), st.integers(0, 1), st.integers(1, 1 << 16), st.floats(0, 50)),
+    st.tuples(
+        st.integers(0, 15),
+        st.integers(0, 1),
+        st.integers(1, 1 << 16),
+        st.floats(0, 50),
+        st.booleans(),
+    ),
     min_size=1,
     max_size=40,
 )
 
 
-def book_all(reqs: list[tuple[int, int, int, float]]):
-    """Book each (source PE, target PE, bytes, gap after the previous) read on the
-    default topology's fabric; the graph and every link's reservations."""
+def book_all(reqs: list[tuple[int, int, int, float, bool]]):
+    """Book each (source PE, target PE, bytes, gap after the previous, read?) request
+    on the default topology's fabric; the graph and every resource's reservations (a
+    link's, or both directions' of a half-duplex HBM link), by the resource's id."""
     graph = build_graph(make_cfg().topology)
     router, fabric = Router(graph), Fabric(graph, 40.0, record=True)
     now = 0.0
-    for src, dst, nbytes, gap in reqs:
+    for src, dst, nbytes, gap, reads in reqs:
         now += gap
         s, d = graph.pes[src], graph.pes[dst]
-        fabric.book([(d.agg_router, 0, nbytes, -1)], MemoryRoutes(router, s.node("dma")), now)
+        routes = MemoryRoutes(router, s.node("dma"), reads)
+        fabric.book([(d.agg_router, 0, nbytes, -1)], routes, now)
     by_link: dict[int, list[tuple[float, float, int]]] = {}
     for link, start, end, nbytes in fabric.reservations:
-        by_link.setdefault(link, []).append((start, end, nbytes))
+        by_link.setdefault(graph.links[link].resource, []).append((start, end, nbytes))
     return graph, by_link
 
 
@@ -146,9 +160,10 @@ def test_whole_stripe_requests_equal_the_general_split(stripes_in, stripes, pe):
 @settings(max_examples=60, deadline=None)
 @given(reqs=hotspot_requests)
 def test_reservations_on_one_link_never_overlap(reqs):
-    """Each link carries one request at a time: a reservation lasts bytes / bandwidth,
-    and on one link, taken in order of start time (a later booking may fill an idle
-    stretch an earlier one left: fabric.py), none starts before the previous one ends."""
+    """Each resource carries one request at a time (HBM's: a read or a write):
+    a reservation lasts bytes / bandwidth, and on one resource, taken in order of
+    start time (a later booking may fill an idle stretch an earlier one left:
+    fabric.py), none starts before the previous one ends."""
     graph, by_link = book_all(reqs)
     for link, res in by_link.items():
         for start, end, nbytes in res:

@@ -3,17 +3,18 @@
 A DMA stage's address (PA, VA or LA) goes through the run's address front end,
 which returns physical requests ``(router node, pa, nbytes, channel)`` and any
 translation delay; the data plane moves each request on its route and the stage ends
-when the last one completes. A request the data plane can time at once (every
-reservation; a fair-share request alone on its links) costs no event of its own:
-the stage's one event covers them all. A fair-share flow completes as its own part
-of the stage (``Stage.parts``).
+when the last one completes. A write's route goes out to the memory; a read's is its
+data's way back (DESIGN §13.1), from the same engine's second table of routes. A
+request the data plane can time at once (every reservation; a fair-share request
+alone on its links) costs no event of its own: the stage's one event covers them all.
+A fair-share flow completes as its own part of the stage (``Stage.parts``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from kernbench.sim.engines import Engine, Stage
+from kernbench.sim.engines import READ, Engine, Stage
 from kernbench.sim.events import LocalQueue
 from kernbench.sim.fabric import DataPlane, PhysicalRequest
 from kernbench.topology.names import PeId
@@ -54,7 +55,8 @@ class DmaEngine(Engine):
         self.fabric = fabric
         self.trace = trace
         self.bytes_moved = 0
-        self._routes = MemoryRoutes(router, self.name)
+        self._writes = MemoryRoutes(router, self.name)
+        self._reads = MemoryRoutes(router, self.name, reads=True)
         self._done = self._finish
 
     def issue(self, stage: Stage, now: float) -> None:
@@ -68,7 +70,8 @@ class DmaEngine(Engine):
         self.in_flight += 1
         requests, delay = self.frontend.resolve(self.pe, stage.addr, stage.nbytes)
         self.bytes_moved += stage.nbytes
-        end = self.fabric.start(requests, self._routes, now + delay, stage, self._done)
+        routes = self._reads if stage.direction == READ else self._writes
+        end = self.fabric.start(requests, routes, now + delay, stage, self._done)
         if end is not None:
             self.events.schedule(now + (end - now), self._done, stage)
 
@@ -77,12 +80,13 @@ class DmaEngine(Engine):
         self.bytes_moved += stage.nbytes
         issue = now + delay
         trace = self.trace
+        routes = self._reads if stage.direction == READ else self._writes
         if trace is None:
-            return self.fabric.start(requests, self._routes, issue, stage, self._done)
+            return self.fabric.start(requests, routes, issue, stage, self._done)
         pe = self.pe
         return self.fabric.start(
             requests,
-            self._routes,
+            routes,
             issue,
             stage,
             self._done,

@@ -5,12 +5,15 @@ default) and as the bandwidth study's sensitivity axis: with two bottlenecks on 
 path it is neither work-conserving nor fair, so results move with access size and
 queue depth.
 
-A physical request of ``n`` bytes over links ``l1..lk`` issued at ``now`` starts at
-the earliest ``S >= now`` at which every link ``li`` is free for ``n / bw(li)``, holds
-each link for that long from ``S`` and completes at
-``S + Σ latency(li) + n / min bw(li)`` plus the memory's access latency. No SimPy
-events at all: whoever issues requests (PE_DMA) waits on one event for the last
-completion.
+A physical request of ``n`` bytes over links ``l1..lk`` is *ready* at ``r``: its issue
+for a write, whose bytes leave with the request; for a read (DESIGN §13.1), its
+issue plus the payload-free request's way out (``Route.request_ns``) plus the
+memory's access latency, its links being the data's way back. It starts at the
+earliest ``S >= r`` at which every link ``li`` is free for ``n / bw(li)``, holds each
+link for that long from ``S`` and completes at ``S + Σ latency(li) + n / min bw(li)``,
+plus the access latency for a write. Capacity is kept per resource
+(``Link.resource``): HBM's two directions are one. No SimPy events at all: whoever
+issues requests (PE_DMA) waits on one event for the last completion.
 
 Each link is free after ``free_at`` and in the *holes* before it: idle stretches left
 when a request had to wait for another, narrower or busier, link of its path. A later
@@ -19,19 +22,19 @@ is ready; without this, a PE waiting on its own 128 GB/s link would leave a shar
 256 GB/s HBM link idle for every other PE (a hotspot would deliver about 60% of the
 HBM's bandwidth). Where no link of a path has a hole — every path whose links have one
 bandwidth and one user, e.g. all ``local`` stream traffic — this is exactly
-``S = max(now, free_at[l1..lk])``, FIFO per link, and that case takes a fast path.
+``S = max(r, free_at[l1..lk])``, FIFO per link, and that case takes a fast path.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any, Final
 
 from kernbench.sim.engines import Stage
 from kernbench.topology.graph import TopologyGraph
-from kernbench.topology.routes import Route
+from kernbench.topology.routes import MemoryRoutes
 
 PhysicalRequest = tuple[str, int, int, int]  # (HBM router node, pa, nbytes, channel id or -1)
 # Told each request's start and completion: (request, start, completion).
@@ -47,7 +50,7 @@ class DataPlane:
     def start(
         self,
         requests: list[PhysicalRequest],
-        routes: Mapping[str, Route],
+        routes: MemoryRoutes,
         issue: float,
         transfer: Stage,
         done: Callable[[Any], None],
@@ -63,8 +66,9 @@ class DataPlane:
 
 
 class ReservationFabric(DataPlane):
-    """Per-link ``free_at`` times, holes and bytes carried (a link's busy time is its
-    bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every reservation."""
+    """Per-resource ``free_at`` times and holes, per-link bytes carried (a link's busy
+    time is its bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every
+    reservation. State is kept in lists by link id, a resource under its own link's."""
 
     def __init__(
         self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
@@ -73,7 +77,7 @@ class ReservationFabric(DataPlane):
         self.bw = [lk.bw_gbs for lk in graph.links]
         self.access_latency_ns = access_latency_ns
         self.bytes_carried = [0] * len(graph.links)
-        # Per link: idle (start, end) stretches before free_at, sorted; links with any.
+        # Per resource: idle (start, end) stretches before free_at, sorted; how many have any.
         self.holes: list[list[tuple[float, float]]] = [[] for _ in graph.links]
         self._holed = 0
         self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
@@ -85,7 +89,7 @@ class ReservationFabric(DataPlane):
     def start(
         self,
         requests: list[PhysicalRequest],
-        routes: Mapping[str, Route],
+        routes: MemoryRoutes,
         issue: float,
         transfer: object,
         done: object,
@@ -98,48 +102,53 @@ class ReservationFabric(DataPlane):
     def book(
         self,
         requests: list[PhysicalRequest],
-        routes: Mapping[str, Route],
+        routes: MemoryRoutes,
         now: float,
         trace: TraceCall | None = None,
     ) -> float:
         """Book requests ``(router, pa, nbytes, channel)`` issued at ``now``, each on
         ``routes[router]``, in order; return the last completion. ``trace`` is told each
-        request's start and completion."""
+        request's start (its bytes leave the DMA, or the memory for a read) and
+        completion."""
         free_at, bw, carried = self.free_at, self.bw, self.bytes_carried
         log, access = self.reservations, self.access_latency_ns
         end = now
         for req in requests:
             route, nbytes = routes[req[0]], req[2]
-            links = route.link_ids
-            if self._holed:
-                start = self._fit(links, nbytes, now)
-                for i in links:
-                    self._take(i, start, start + nbytes / bw[i], now)
-                    carried[i] += nbytes
+            held = route.resources
+            if route.reads:  # the data leaves once the request is out and served
+                ready, after = now + route.request_ns + access, 0.0
             else:
-                start = now
-                for i in links:
+                ready, after = now, access
+            if self._holed:
+                start = self._fit(held, nbytes, ready, now)
+                for i in held:
+                    self._take(i, start, start + nbytes / bw[i], ready)
+            else:
+                start = ready
+                for i in held:
                     if free_at[i] > start:
                         start = free_at[i]
-                for i in links:
+                for i in held:
                     free = free_at[i]
-                    if free < start and now < start:  # waits for another link: a hole
-                        self._open(i, free if free > now else now, start)
+                    if free < start and ready < start:  # waits for another link: a hole
+                        self._open(i, free if free > ready else ready, start)
                     free_at[i] = start + nbytes / bw[i]
-                    carried[i] += nbytes
+            for i in route.link_ids:
+                carried[i] += nbytes
             if log is not None:
-                log.extend((i, start, start + nbytes / bw[i], nbytes) for i in links)
-            done = start + route.latency_ns + nbytes / route.min_bw_gbs + access
+                log.extend((i, start, start + nbytes / bw[i], nbytes) for i in route.link_ids)
+            done = start + route.latency_ns + nbytes / route.min_bw_gbs + after
             if done > end:
                 end = done
             if trace is not None:
                 trace(req, start, done)
         return end
 
-    def _fit(self, links: tuple[int, ...], nbytes: int, now: float) -> float:
-        """The earliest start >= ``now`` at which every link is free for its share: each
-        link in turn moves the start to its own earliest fit until none moves it."""
-        start, moved = now, True
+    def _fit(self, links: tuple[int, ...], nbytes: int, ready: float, now: float) -> float:
+        """The earliest start >= ``ready`` at which every resource is free for its
+        share: each in turn moves the start to its own earliest fit until none moves it."""
+        start, moved = ready, True
         while moved:
             moved = False
             for i in links:
@@ -168,11 +177,12 @@ class ReservationFabric(DataPlane):
                     return s
         return t if t > self.free_at[i] else self.free_at[i]
 
-    def _take(self, i: int, start: float, stop: float, now: float) -> None:
-        """Reserve ``[start, stop)`` on link ``i``: from a hole, or from ``free_at``."""
+    def _take(self, i: int, start: float, stop: float, ready: float) -> None:
+        """Reserve ``[start, stop)`` on resource ``i`` for a request ready at ``ready``:
+        from a hole, or from ``free_at`` (leaving a hole if it waited for another)."""
         free = self.free_at[i]
         if start >= free:
-            idle = free if free > now else now
+            idle = free if free > ready else ready
             if idle < start:
                 self._open(i, idle, start)
             self.free_at[i] = stop

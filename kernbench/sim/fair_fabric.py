@@ -2,7 +2,10 @@
 
 A physical request of ``n`` bytes over links ``l1..lk`` issued at ``t`` *joins* its
 links at ``t + Σ latency(li)``, drains its bytes at the rate the links give it, and
-completes an HBM access latency after its last byte. Rates come from
+completes an HBM access latency after its last byte. A read (DESIGN §13.1) joins the
+links of its data's way back once its request is out and served (``t`` + the way out
++ the access + ``Σ latency(li)``) and completes at its last byte. Links share by
+resource (``Link.resource``): HBM's two directions are one. Rates come from
 :func:`kernbench.sim.fairshare.progressive_fill`, over *queues*: one requester's (one
 PE DMA's) requests on one route, oldest first. Only a queue's oldest joined request
 drains (a younger one on the same route would cross the same saturated link), so a
@@ -20,7 +23,8 @@ whose rate moved (SimGrid's *lazy actions*), lazily: a completion that moves lat
 its event, which queues the new one under its key when it comes, so a rate that falls
 and rises again costs one event (``_complete_at``); a stale event is skipped when popped.
 The flows of one DMA stage but the last to drain complete at their drain, with no
-event: completion is an access latency after the last byte for every flow.
+event: completion is the same time after the last byte for every flow of a stage (an
+access latency for a write, none for a read).
 Two things are kept between recomputations, both exact: the component each link was
 found in, until a queue enters or leaves (a hotspot's recomputations in between, where
 a queue's new head moves in its requester's age order, cover the same one); and the
@@ -32,7 +36,8 @@ channel requests) join in one event.
 The fast path: a requester (a PE's DMA) whose every queue has its links to itself is
 exactly FIFO per queue at its route's narrowest bandwidth, so it is booked
 arithmetically as the reservation model books it (``start = max(issue, free_at)``,
-done at ``start + Σ latency + n / min bw + access``): one event per DMA stage and no
+done at ``start + Σ latency + n / min bw + access``, a read's latency counting its
+request and access as well, and no access after): one event per DMA stage and no
 flow. It is all or nothing per requester: in progressive filling an older queue on a
 link of its own still takes its requester's turn first, so a requester with any flow
 has all its queues in the solver. When another requester's request arrives on a link
@@ -49,7 +54,7 @@ order they are issued, so identical inputs give identical rates, times and logs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Final
 
 from kernbench.sim.events import LocalQueue
@@ -60,13 +65,14 @@ from kernbench.sim.flows import (
     Component,
     Done,
     Flow,
+    Lane,
     Queue,
     Requester,
     Transfer,
     draining,
 )
 from kernbench.topology.graph import TopologyGraph
-from kernbench.topology.routes import Route
+from kernbench.topology.routes import MemoryRoutes
 
 KNOWN: Final = 1024  # solutions kept (emptied when full)
 
@@ -114,17 +120,13 @@ class FairFabric(DataPlane):
         # selective update must equal (tests).
         self._whole = whole
         self._fast = fast and not record
-        self._redundant = frozenset(
-            lk.id
-            for lk in graph.links
-            if lk.dst in graph.hbm_link and lk.bw_gbs >= graph.hbm_link[lk.dst].bw_gbs
-        )
+        self._redundant = redundant(graph)
         links = range(len(graph.links))
         self._owner: list[Queue | None] = [None for _ in links]  # arithmetic holder
         self._fluid = [0 for _ in links]  # queues with flows on each link
         self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
-        self._requesters: dict[int, Requester] = {}  # by id(routes): one mapping per DMA
-        self._rids: dict[str, int] = {}  # requester -> its number (Queue.rid)
+        self._requesters: dict[str, Requester] = {}  # by DMA node
+        self._lanes: dict[int, Lane] = {}  # by id(routes): one per DMA and direction
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
@@ -143,7 +145,7 @@ class FairFabric(DataPlane):
         link of its path."""
         carried = [0] * self._links
         for who in self._requesters.values():
-            for queue in who.queues.values():
+            for queue in who.queues:
                 for i in queue.path:
                     carried[i] += queue.moved
         return carried
@@ -156,7 +158,7 @@ class FairFabric(DataPlane):
     def start(
         self,
         requests: list[PhysicalRequest],
-        routes: Mapping[str, Route],
+        routes: MemoryRoutes,
         issue: float,
         transfer: Transfer,
         done: Done,
@@ -165,11 +167,11 @@ class FairFabric(DataPlane):
         """Issue ``requests`` at ``issue`` for ``transfer``. Returns the completion of
         its arithmetic bookings (one part of ``transfer``, which the caller schedules),
         or None when it has none; every flow adds a part that calls ``done``."""
-        access, now = self.access_latency_ns, self.events.now
-        who = self._requesters.get(id(routes))
-        if who is None:
-            who = self._requesters[id(routes)] = Requester(done)
-        queues = who.queues
+        now = self.events.now
+        lane = self._lanes.get(id(routes))
+        if lane is None:
+            lane = self._lane(routes, done)
+        who, queues = lane.who, lane.queues
         end = -1.0  # none yet
         flows = 0
         seq = self._seq
@@ -179,12 +181,9 @@ class FairFabric(DataPlane):
             nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
-                route = routes[req[0]]
-                rid = self._rids.get(route.nodes[0], -1)
-                if rid < 0:
-                    rid = self._rids[route.nodes[0]] = len(self._joined)
-                    self._joined.append([])
-                queue = queues[req[0]] = Queue(route, self._redundant, who, rid)
+                queue = Queue(routes[req[0]], self._redundant, who, self.access_latency_ns)
+                queues[req[0]] = queue
+                who.queues.append(queue)
             queue.moved += nbytes
             seq += 1
             if not who.fluid and (queue.holds or (self._fast and self._alone(queue, now))):
@@ -193,7 +192,7 @@ class FairFabric(DataPlane):
                 queue.free_at = start + hold
                 stop = start + queue.latency + hold
                 queue.book(stop, start, nbytes, issue, seq, transfer, now)
-                at = stop + access  # the reservation model's sum, in its order
+                at = stop + queue.tail  # the reservation model's sum, in its order
                 if at > end:
                     end = at
                 continue
@@ -216,6 +215,16 @@ class FairFabric(DataPlane):
             transfer.flowing += flows
             return end if end >= 0.0 else None
         return end if end >= 0.0 else issue  # no request: nothing to move
+
+    def _lane(self, routes: MemoryRoutes, done: Done) -> Lane:
+        """The lane of a DMA's route table not seen before; its requester's, made on
+        its first lane (a DMA's reads and writes are one requester)."""
+        who = self._requesters.get(routes.src)
+        if who is None:
+            who = self._requesters[routes.src] = Requester(routes.src, len(self._joined), done)
+            self._joined.append([])
+        lane = self._lanes[id(routes)] = Lane(who, routes)
+        return lane
 
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
@@ -252,7 +261,7 @@ class FairFabric(DataPlane):
 
     def _requester_to_flows(self, who: Requester, now: float) -> None:
         """Every queue of ``who`` with bytes still to drain becomes flows."""
-        for queue in who.queues.values():
+        for queue in who.queues:
             if not queue.fluid and draining(queue, now):
                 self._to_flows(queue, now)
 
@@ -277,7 +286,8 @@ class FairFabric(DataPlane):
                 self.events.schedule(issue + lat, self._join, flow)
                 continue
             if drain <= now:  # draining: the queue's head, at the route's bandwidth
-                flow.left, flow.rate, flow.since, flow.began = (stop - now) * cap, cap, now, start
+                flow.left, flow.rate, flow.since = (stop - now) * cap, cap, now
+                flow.began = drain - queue.hop
                 self._complete_at(flow, stop)
             queue.flows.append(flow)
         queue.booked = queue.last = None
@@ -317,8 +327,8 @@ class FairFabric(DataPlane):
             joining = following
 
     def _drained(self, flow: Flow) -> None:
-        """``flow``'s last byte has left (unless the event is stale): complete it an
-        access latency later; the next in its queue takes over."""
+        """``flow``'s last byte has left (unless the event is stale): complete it its
+        queue's tail later; the next in its queue takes over."""
         now = self.events.now
         if flow.end_at != now or flow.left < 0.0:
             # Drained already, or re-keyed: an event superseded by an earlier one, or the
@@ -338,15 +348,16 @@ class FairFabric(DataPlane):
         transfer.flowing -= 1
         if transfer.flowing:
             # Another flow of its transfer drains at this instant or later, so completes
-            # no earlier (completion is an access latency after the last byte, the same
-            # for every flow): this part is done with no event of its own (a 1:1
-            # access's 8 channel flows cost one completion event, not 8). An event
-            # would only have counted the part down, in the order it now is.
+            # no earlier (completion is its queue's tail after the last byte, the same
+            # for every flow of a stage: a stage has one direction): this part is done
+            # with no event of its own (a 1:1 access's 8 channel flows cost one
+            # completion event, not 8). An event would only have counted the part
+            # down, in the order it now is.
             transfer.parts -= 1
         else:
-            self.events.schedule(now + self.access_latency_ns, flow.done, transfer)
+            self.events.schedule(now + queue.tail, flow.done, transfer)
         if flow.trace is not None and flow.req is not None:
-            flow.trace(flow.req, flow.began, now + self.access_latency_ns)
+            flow.trace(flow.req, flow.began, now + queue.tail)
         if not queue.flows:
             queue.front = None
             self._leave(queue)
@@ -510,7 +521,7 @@ class FairFabric(DataPlane):
             if flow.left < 0.0:
                 flow.left = 0.0
         elif rate > 0.0 and flow.began == INFINITY:
-            flow.began = now - flow.queue.latency
+            flow.began = now - flow.queue.hop
         flow.rate, flow.since = rate, now
         if rate > 0.0:
             self._complete_at(flow, now + flow.left / rate)
@@ -536,3 +547,16 @@ class FairFabric(DataPlane):
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
+
+
+def redundant(graph: TopologyGraph) -> frozenset[int]:
+    """Resources that never bind: a link into or out of an HBM router at least as wide
+    as the router's HBM resource, which every route through the router also crosses
+    (both ways share it, so it carries at least what such a link does)."""
+    found = set()
+    for lk in graph.links:
+        router = lk.dst if lk.dst in graph.hbm_link else lk.src
+        hbm = graph.hbm_link.get(router)
+        if hbm is not None and lk.resource != hbm.resource and lk.bw_gbs >= hbm.bw_gbs:
+            found.add(lk.resource)
+    return frozenset(found)

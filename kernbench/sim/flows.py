@@ -2,8 +2,9 @@
 
 A *flow* is one physical request in the fluid model; a *queue* is one requester's
 requests on one route (arithmetic bookings while the requester has its links to
-itself, flows otherwise); a *requester* is one PE's DMA with its queues; a
-*component* is the queues a recomputation found connected through shared links. Plain
+itself, flows otherwise); a *requester* is one PE's DMA with its queues, reads and
+writes alike; a *lane* is its queues of one direction by HBM router; a *component*
+is the queues a recomputation found connected through shared links. Plain
 records with slots: :mod:`kernbench.sim.fair_fabric` moves them through time and
 :mod:`kernbench.sim.fairshare` sets their rates; this module owns no behaviour
 beyond their constructors, a queue's arithmetic booking and two questions about a
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
-from kernbench.topology.routes import Route
+from kernbench.topology.routes import MemoryRoutes, Route
 
 INFINITY: Final = float("inf")
 
@@ -98,6 +99,8 @@ class Queue:
         "cap",
         "requester",
         "rid",
+        "hop",
+        "tail",
         "flows",
         "front",
         "waiting",
@@ -111,17 +114,28 @@ class Queue:
         "free_at",
     )
 
-    def __init__(self, route: Route, redundant: frozenset[int], who: Requester, rid: int) -> None:
+    def __init__(
+        self, route: Route, redundant: frozenset[int], who: Requester, access_ns: float
+    ) -> None:
         self.who = who
         self.path = route.link_ids
-        # The links that can bind it: a link into an HBM router at least as wide as the
-        # router's own link into HBM saturates no earlier than that link, which every
-        # route through the router ends with.
-        self.links = tuple(i for i in route.link_ids if i not in redundant)
-        self.latency = route.latency_ns
+        # The resources that can bind it (``FairFabric``'s ``redundant``: those that
+        # saturate no earlier than the HBM resource every route through a router crosses).
+        self.links = tuple(i for i in route.resources if i not in redundant)
+        # From issue until its first byte joins its links (``latency``), and from its
+        # last byte's drain until it completes (``tail``): a write pays its way out,
+        # then the memory's access; a read (DESIGN §13.1) its request's way out, the
+        # access and its data's way back, then nothing.
+        if route.reads:
+            self.latency = route.request_ns + access_ns + route.latency_ns
+            self.tail = 0.0
+        else:
+            self.latency = route.latency_ns
+            self.tail = access_ns
+        self.hop = route.latency_ns  # its bytes' own way: a trace's start is a drain minus it
         self.cap = route.min_bw_gbs
-        self.requester = route.nodes[0]
-        self.rid = rid  # its requester's number (the solver's name for it)
+        self.requester = who.name
+        self.rid = who.rid  # its requester's number (the solver's name for it)
         self.flows: deque[Flow] = deque()  # joined flows, oldest (the draining one) first
         self.front: Flow | None = None  # flows[0] when it has one (read without a deque call)
         self.waiting = 0  # flows issued, not joined yet
@@ -204,12 +218,26 @@ class Requester:
     flows start filling (an older queue on a link of its own still takes its
     requester's turn first), so a requester is in the solver whole or not at all."""
 
-    __slots__ = ("queues", "fluid", "done")
+    __slots__ = ("name", "rid", "queues", "fluid", "done")
 
-    def __init__(self, done: Done) -> None:
-        self.queues: dict[str, Queue] = {}  # by HBM router
+    def __init__(self, name: str, rid: int, done: Done) -> None:
+        self.name = name  # its DMA's node
+        self.rid = rid  # its number, in the order requesters first issued
+        self.queues: list[Queue] = []  # reads' and writes'
         self.fluid = 0
         self.done = done  # its DMA's completion callback
+
+
+class Lane:
+    """A requester's queues of one direction, by HBM router: what one of its DMA's
+    route tables (:class:`~kernbench.topology.routes.MemoryRoutes`) leads to."""
+
+    __slots__ = ("who", "routes", "queues")
+
+    def __init__(self, who: Requester, routes: MemoryRoutes) -> None:
+        self.who = who
+        self.routes = routes  # kept: the fabric finds the lane by its identity
+        self.queues: dict[str, Queue] = {}
 
 
 class Component:

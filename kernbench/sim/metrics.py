@@ -107,19 +107,25 @@ class LaunchUsage:
         now = self.system.fabric.bytes_carried
         return [b - b0 for b, b0 in zip(now, self._links, strict=True)]
 
+    def hbm_bytes(self) -> list[int]:
+        """Bytes each HBM resource carried since the start, both ways (a write's into
+        HBM, a read's back out of it), in the order of ``graph.hbm_link``."""
+        carried, graph = self.link_bytes(), self.system.graph
+        return [carried[lk.id] + carried[graph.twin[lk.id]] for lk in graph.hbm_link.values()]
+
     def memory_bytes(self) -> int:
-        """Bytes that reached or left HBM: each request crosses exactly one router's
-        link into its cube's HBM controller, so this counts every request once."""
-        carried = self.link_bytes()
-        return sum(carried[lk.id] for lk in self.system.graph.hbm_link.values())
+        """Bytes that reached or left HBM: each request crosses exactly one HBM
+        resource (a router's link into its cube's HBM controller, or back out of it),
+        so this counts every request once."""
+        return sum(self.hbm_bytes())
 
     def hbm_channels_used(self) -> int:
         """HBM pseudo-channels that carried bytes since the start: under 1:1 each
         channel has its own router link into HBM, counted one by one; under n:1 a PE's
         channels are one aggregate link, which counts as all of them (N)."""
-        carried, graph = self.link_bytes(), self.system.graph
+        graph = self.system.graph
         per_link = 1 if graph.one_to_one else graph.channels_per_pe
-        return per_link * sum(carried[lk.id] > 0 for lk in graph.hbm_link.values())
+        return per_link * sum(b > 0 for b in self.hbm_bytes())
 
     def pe_bytes(self, pe: PeId) -> int:
         """Bytes PE ``pe``'s DMA engine moved since the start (reads plus writes)."""
@@ -130,15 +136,20 @@ class LaunchUsage:
         return sum(pe.dma.stages_done for pe in self.system.pes) - sum(self._accesses)
 
     def busiest_link(self, interval_ns: float) -> tuple[str, float]:
-        """The link with the highest utilisation (busy time = bytes / bandwidth, over
-        ``interval_ns``), named ``src->dst``. Ties go to a link into HBM, then to the
-        lowest id, so a run always names the same link."""
-        graph, fabric = self.system.graph, self.system.fabric
-        into_hbm = {lk.id for lk in graph.hbm_link.values()}
-        busy = [b / bw for b, bw in zip(self.link_bytes(), fabric.bw, strict=True)]
-        best = max(range(len(busy)), key=lambda i: (busy[i], i in into_hbm, -i))
+        """The link resource with the highest utilisation (busy time = bytes /
+        bandwidth, summed over the links that share it, over ``interval_ns``), named
+        ``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource (both ways, DESIGN
+        §13.1). Ties go to HBM, then to the lowest id, so a run always names the same."""
+        graph = self.system.graph
+        hbm = {lk.id for lk in graph.hbm_link.values()}
+        busy = [0.0] * len(graph.links)
+        for lk, carried in zip(graph.links, self.link_bytes(), strict=True):
+            busy[lk.resource] += carried / lk.bw_gbs
+        best = max(range(len(busy)), key=lambda i: (busy[i], i in hbm, -i))
         link = graph.links[best]
-        return f"{link.src}->{link.dst}", busy[best] / interval_ns if interval_ns > 0 else 0.0
+        arrow = "<->" if best in hbm else "->"
+        utilization = busy[best] / interval_ns if interval_ns > 0 else 0.0
+        return f"{link.src}{arrow}{link.dst}", utilization
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:

@@ -4,6 +4,13 @@ The graph is plain data (DESIGN §3.1, ADR-0015/0017): no SimPy here. Links carr
 bandwidth in GB/s and a latency in ns; each has a dense integer id so the fabric can
 keep its state in flat lists. ``plane`` separates the data links DMA traffic may
 route over from the control links that carry install messages downwards.
+
+Every data link has a *twin* in the other direction (``TopologyGraph.twin``): a read's
+data comes back over the twins of its request's links (DESIGN §13.1). Each link is
+one capacity *resource* (``Link.resource``, its own id), duplex links two, except
+HBM: a router's link into its cube's HBM controller and the link back out of it are
+one half-duplex resource, the channel (1:1) or the PE's aggregate link (n:1), whose
+bandwidth reads and writes share. The fabrics keep their capacity state by resource.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ class Link:
     bw_gbs: float
     latency_ns: float
     plane: str
+    # The capacity this link uses: its own id, or (HBM's way back) its twin's.
+    resource: int
 
 
 @dataclass
@@ -38,6 +47,10 @@ class TopologyGraph:
     pes: list[PeId] = field(default_factory=list)
     # router node -> the link that carries its traffic into the cube's HBM controller
     hbm_link: dict[str, Link] = field(default_factory=dict)
+    # data link id -> the id of the link between the same nodes the other way
+    twin: dict[int, int] = field(default_factory=dict)
+    # Nodes traffic ends at and never crosses: DMA engines, HBM routers, HBM controllers.
+    endpoints: set[str] = field(default_factory=set)
 
     @property
     def channels_per_pe(self) -> int:
@@ -67,16 +80,34 @@ class TopologyGraph:
         self.out_links.setdefault(name, [])
 
     def add_link(
-        self, src: str, dst: str, bw_gbs: float, latency_ns: float, plane: str = DATA
+        self,
+        src: str,
+        dst: str,
+        bw_gbs: float,
+        latency_ns: float,
+        plane: str = DATA,
+        resource: int = -1,
     ) -> Link:
-        lk = Link(len(self.links), src, dst, bw_gbs, latency_ns, plane)
+        """A directed link; its own resource unless ``resource`` names another link's."""
+        lid = len(self.links)
+        lk = Link(lid, src, dst, bw_gbs, latency_ns, plane, lid if resource < 0 else resource)
         self.links.append(lk)
         self.out_links[src].append(lk)
         return lk
 
-    def add_duplex(self, a: str, b: str, bw_gbs: float, latency_ns: float) -> None:
-        self.add_link(a, b, bw_gbs, latency_ns)
-        self.add_link(b, a, bw_gbs, latency_ns)
+    def add_duplex(self, a: str, b: str, bw_gbs: float, latency_ns: float) -> Link:
+        """Two twin links, one resource each; returns the ``a -> b`` one."""
+        ab = self.add_link(a, b, bw_gbs, latency_ns)
+        ba = self.add_link(b, a, bw_gbs, latency_ns)
+        self.twin[ab.id], self.twin[ba.id] = ba.id, ab.id
+        return ab
+
+    def add_half_duplex(self, a: str, b: str, bw_gbs: float, latency_ns: float) -> Link:
+        """Two twin links sharing one resource (the ``a -> b`` link's); returns it."""
+        ab = self.add_link(a, b, bw_gbs, latency_ns)
+        ba = self.add_link(b, a, bw_gbs, latency_ns, resource=ab.id)
+        self.twin[ab.id], self.twin[ba.id] = ba.id, ab.id
+        return ab
 
 
 def build_graph(topo: TopologyConfig, with_mmu: bool = False) -> TopologyGraph:
@@ -107,6 +138,7 @@ def _add_cube(g: TopologyGraph, s: int, c: int) -> None:
     m_cpu, noc, hbm = (cube_node(s, c, x) for x in ("m_cpu", "noc", "hbm_ctrl"))
     for name in (m_cpu, noc, hbm):
         g.add_node(name)
+    g.endpoints.add(hbm)
     g.add_link(sip_node(s, "io_cpu"), m_cpu, lk.ctrl_bw_gbs, lk.ctrl_latency_ns, CONTROL)
     g.add_link(m_cpu, noc, lk.ctrl_bw_gbs, lk.ctrl_latency_ns, CONTROL)
     # Cross-SIP data leaves the cube through the SIP's PCIe endpoint.
@@ -134,6 +166,7 @@ def _add_pe(g: TopologyGraph, pe: PeId, with_mmu: bool) -> None:
     for part in parts:
         g.add_node(pe.node(part))
     dma, noc = pe.node("dma"), cube_node(pe.sip, pe.cube, "noc")
+    g.endpoints.add(dma)
     hbm = cube_node(pe.sip, pe.cube, "hbm_ctrl")
     g.add_duplex(dma, noc, lk.pe_noc_bw_gbs, lk.pe_noc_latency_ns)
     if with_mmu:
@@ -141,6 +174,7 @@ def _add_pe(g: TopologyGraph, pe: PeId, with_mmu: bool) -> None:
     router_bw = mm.hbm_channel_bw_gbs * (1 if g.one_to_one else g.channels_per_pe)
     for router in g.routers(pe):
         g.add_node(router)
-        g.add_link(dma, router, router_bw, lk.dma_router_latency_ns)
-        g.add_link(noc, router, router_bw, lk.noc_router_latency_ns)
-        g.hbm_link[router] = g.add_link(router, hbm, router_bw, lk.router_hbm_latency_ns)
+        g.endpoints.add(router)
+        g.add_duplex(dma, router, router_bw, lk.dma_router_latency_ns)
+        g.add_duplex(noc, router, router_bw, lk.noc_router_latency_ns)
+        g.hbm_link[router] = g.add_half_duplex(router, hbm, router_bw, lk.router_hbm_latency_ns)

@@ -88,19 +88,25 @@ def pattern_peak_gbs(
     system: System, w: StreamWorkloadConfig, active: list[PeId], owners: patterns.Owners
 ) -> float:
     """The aggregate bandwidth (GB/s) the active PEs' traffic can reach at most: the
-    bytes it moves over the time its busiest link needs to carry its share of them.
+    bytes it moves over the time its busiest link resource needs to carry its share.
 
-    Each access's bytes load every link of the route from the PE's DMA to the
-    target's HBM (a copy's read and write both do: twice the bytes over twice the
-    time, the same peak), split
-    evenly over the target's routers (its N channels under 1:1, the aggregate router
-    under n:1: either way N x the channel bandwidth into its HBM). A link carrying L
-    bytes at ``bw`` is busy at least ``L / bw`` ns, so no run ends before the largest
-    of these, ``T``, and ``bytes / T`` bounds ``aggregate_bw_gbs``: ``bw_efficiency``
-    is at most 1, short of it by the routes' latency and any idle time. From the
-    config and the pattern's targets (``uniform``: the run's own draws), not measured.
+    Each access's bytes load every link of their way (DESIGN §13.1): a write's from
+    the PE's DMA to the target's HBM, a read's back from the target's HBM to the DMA,
+    a copy's both; split evenly over the target's routers (its N channels under 1:1,
+    the aggregate router under n:1: either way N x the channel bandwidth). Links
+    load their resource (``Link.resource``: HBM's two ways are one, so a copy's read
+    and write both load it). A resource carrying L bytes at ``bw`` is busy at least
+    ``L / bw`` ns, so no run ends before the largest of these, ``T``, and
+    ``bytes / T`` bounds ``aggregate_bw_gbs``: ``bw_efficiency`` is at most 1, short of
+    it by the routes' latency and any idle time. From the config and the pattern's
+    targets (``uniform``: the run's own draws), not measured.
     """
     graph, router = system.graph, system.router
+    ways = {
+        StreamOp.read: (router.from_memory,),
+        StreamOp.write: (router.to_memory,),
+        StreamOp.copy: (router.from_memory, router.to_memory),
+    }[w.op]
     load: defaultdict[int, float] = defaultdict(float)
     total = 0
     for pe, mine in zip(active, owners, strict=True):
@@ -116,9 +122,10 @@ def pattern_peak_gbs(
         for target, nbytes in to.items():
             routers = graph.routers(graph.pes[target])
             for hbm_router in routers:
-                for link in router.to_memory(pe.node("dma"), hbm_router).link_ids:
-                    load[link] += nbytes / len(routers)
-            total += nbytes
+                for way in ways:
+                    for link in way(pe.node("dma"), hbm_router).resources:
+                        load[link] += nbytes / len(routers)
+            total += nbytes * len(ways)
     busiest = max(n / graph.links[link].bw_gbs for link, n in load.items())
     return total / busiest
 
