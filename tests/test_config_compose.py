@@ -243,13 +243,16 @@ def test_every_preset_value_composes_and_validates(compose_cfg, experiment):
 def test_bw_equivalence_grid_is_design_section_5(compose_cfg):
     """Every axis changes something: N = 4, 8, 16 (pseudo-channels with 8 PEs fixed,
     PEs with 64 channels fixed), traffic cases with active PEs where they differ, and
-    access sizes aligned to every stripe N*g, one granule off, and below every stripe."""
+    access sizes aligned to every stripe N*g, one granule off, and below every stripe;
+    copies where reads and writes mix directions (neighbor, uniform), reads elsewhere."""
     params = sweep_params(compose_cfg, "bw_equivalence")
     assert params["channel_mapping"] == ["n_to_one", "one_to_one"]
     pes = [int(v) for v in params["topology.pes_per_cube"]]
     pseudo = [int(v) for v in params["topology.cube.memory_map.hbm_pseudo_channels"]]
     assert {c // p for c in pseudo for p in pes} == {4, 8, 16}
-    assert params["traffic"] == ["local", "neighbor", "hotspot", "uniform_one", "uniform"]
+    assert params["traffic"] == [
+        "local", "neighbor", "hotspot", "uniform_one", "uniform", "neighbor_copy", "uniform_copy"
+    ]  # fmt: skip
     cfg = compose_cfg("+experiment=bw_equivalence")
     g = cfg.topology.cube.memory_map.interleave_bytes
     stripes = {g * c // p for c in pseudo for p in pes}
@@ -261,12 +264,14 @@ def test_bw_equivalence_grid_is_design_section_5(compose_cfg):
     assert cfg.address.model.value == "la"
     for case in params["traffic"]:
         traffic = compose_cfg("+experiment=bw_equivalence", f"traffic={case}").workload
-        assert (traffic.pattern.value, str(traffic.active_pes)) == {
-            "local": ("local", "all"),
-            "neighbor": ("neighbor", "all"),
-            "hotspot": ("hotspot", "all"),
-            "uniform_one": ("uniform", "1"),
-            "uniform": ("uniform", "all"),
+        assert (traffic.pattern.value, str(traffic.active_pes), traffic.op.value) == {
+            "local": ("local", "all", "read"),
+            "neighbor": ("neighbor", "all", "read"),
+            "hotspot": ("hotspot", "all", "read"),
+            "uniform_one": ("uniform", "1", "read"),
+            "uniform": ("uniform", "all", "read"),
+            "neighbor_copy": ("neighbor", "all", "copy"),
+            "uniform_copy": ("uniform", "all", "copy"),
         }[case]
 
 

@@ -128,7 +128,10 @@ def test_rows_before_traffic_patterns_are_local():
     [
         (HBM0, "HBM pe0"),
         ("sip0.cube1.pe3.ch_r27->sip0.cube1.hbm_ctrl", "HBM pe3"),
+        ("sip0.cube1.pe3.ch_r27<->sip0.cube1.hbm_ctrl", "HBM pe3"),  # both ways
+        ("sip0.cube0.pe2.agg_router<->sip0.cube0.hbm_ctrl", "HBM pe2"),
         ("sip0.cube0.pe0.dma->sip0.cube0.noc", "PE->NOC"),
+        ("sip0.cube0.noc->sip0.cube0.pe0.dma", "NOC->PE"),  # a read's data back
         (NOC, "NOC->NOC"),
         ("sip0.cube0.noc->sip0.cube0.pe1.agg_router", "NOC->router"),
         ("sip0.cube0.noc->sip0.pcie_ep", "PCIe"),

@@ -59,6 +59,7 @@ RATIO = "ratio_1to1_n1"
 BOTTLENECK = "bottleneck"
 PSEUDO = "topology.cube.memory_map.hbm_pseudo_channels"
 FABRIC = "sim.fabric"
+OP = "workload.op"  # folded into the pattern in the table: "neighbor copy"
 FAIR, RESERVATION = "fair", "reservation"
 # Jain's index of the active PEs' bandwidths in a row (1.0: every PE served alike);
 # the table keeps the lower of the two mappings' per configuration.
@@ -83,12 +84,15 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
         return None
     for col, default in ((PATTERN, "local"), (ACTIVE, "all"), ("busiest_link", "")):
         ok[col] = ok[col].astype(str) if col in ok else default  # older rows: no patterns
+    if OP in ok:  # a copy or write is a case of its own: "neighbor copy" (reads: "neighbor")
+        op = ok[OP].astype(str)
+        ok[PATTERN] = ok[PATTERN].where(op == "read", ok[PATTERN] + " " + op)
     if FABRIC in ok:  # rows from before the column: the reservation model made them
         ok[FABRIC] = ok[FABRIC].fillna(RESERVATION).astype(str)
     keys = varying_config(ok, exclude=(MAPPING,)) or [ACCESS]
     out = _with_fairness(_classify(_paired(ok, keys)), ok, keys)
     # pseudo-channels = PEs x N; the granule and offset are in the access class
-    hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO)
+    hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO, OP)
     shown = [k for k in keys if k not in hidden]
     cols = [*shown, CHANNELS_PER_PE, PATTERN, ACTIVE, "access_class", N1, ONE, RATIO, BOTTLENECK]
     cols += [FAIRNESS_MIN] if FAIRNESS_MIN in out else []
@@ -136,12 +140,12 @@ def _classify(out: pd.DataFrame) -> pd.DataFrame:
 
 
 def link_class(name: str) -> str:
-    """A busiest-link name (``src->dst``) as the kind of link it is, e.g. ``HBM pe0``
-    (a PE's router link into HBM: the aggregate, or a channel under 1:1), ``PE->NOC``,
-    ``NOC->NOC``, ``NOC->router``, ``PCIe``."""
+    """A busiest-link name (``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource,
+    both ways) as the kind of link it is, e.g. ``HBM pe0`` (a PE's HBM: the aggregate,
+    or a channel under 1:1), ``PE->NOC``, ``NOC->PE``, ``NOC->NOC``, ``PCIe``."""
     if not isinstance(name, str) or "->" not in name:
         return "n/a"  # rows from before the busiest link was measured
-    src, dst = name.split("->")
+    src, dst = name.replace("<->", "->").split("->")
     if dst.endswith("hbm_ctrl"):
         return f"HBM {src.split('.')[2]}"
     kinds = {"dma": "PE", "noc": "NOC", "pcie_ep": "PCIe", "host": "PCIe"}
