@@ -194,3 +194,23 @@ def test_a_local_write_and_read_share_the_half_duplex_hbm(fabric):
     drain = KIB64 / HBM
     ends = [LOCAL + drain + ACCESS, LOCAL + 2 * drain]
     assert write_and_read(fabric, 0, 0) == ends == [302, 518]
+
+
+@pytest.mark.parametrize("order", [(0, 8), (8, 0)])
+def test_the_reservation_model_lets_a_read_ready_sooner_go_before_one_booked_earlier(order):
+    """PE 0 (cube 0) and PE 8 (cube 1) both read 4 KiB of PE 8's memory at 0 ns. PE 0's
+    data is ready at 32 + 40 = 72 ns, PE 8's at 6 + 40 = 46; PE 8's HBM is idle until
+    then, so whichever is booked first, PE 8's read takes it at 46 and ends at
+    46 + 6 + 4096 / 256 = 68, and PE 0's starts at 72: 72 + 32 + 4096 / 64 = 168 (the
+    NOC->NOC link is its narrowest). Booked without the idle stretch before a read's
+    data, PE 8 would wait for PE 0's bytes when booked second: 72 + 16 + 6 + 16 = 110."""
+    graph = build_graph(make_cfg().topology)
+    router, pes = Router(graph), graph.pes
+    fabric = ReservationFabric(graph, ACCESS)
+    ends = {}
+    for src in order:
+        routes = MemoryRoutes(router, pes[src].node("dma"), reads=True)
+        ends[src] = fabric.book([(pes[8].agg_router, 0, 4096, -1)], routes, 0.0)
+    far = REMOTE + LINKS.noc_noc_latency_ns  # 32 ns each way
+    assert ends[8] == LOCAL + ACCESS + LOCAL + 4096 / HBM == 68
+    assert ends[0] == far + ACCESS + far + 4096 / LINKS.noc_noc_bw_gbs == 168

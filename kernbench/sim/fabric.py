@@ -16,7 +16,9 @@ plus the access latency for a write. Capacity is kept per resource
 issues requests (PE_DMA) waits on one event for the last completion.
 
 Each link is free after ``free_at`` and in the *holes* before it: idle stretches left
-when a request had to wait for another, narrower or busier, link of its path. A later
+when a request had to wait for another, narrower or busier, link of its path, or for
+its own bytes (a read's come back only once its request is out and served, so a
+request issued later but ready sooner can still go first). A later
 request that fits in a hole takes it, as a link's arbiter would serve whichever request
 is ready; without this, a PE waiting on its own 128 GB/s link would leave a shared
 256 GB/s HBM link idle for every other PE (a hotspot would deliver about 60% of the
@@ -123,7 +125,7 @@ class ReservationFabric(DataPlane):
             if self._holed:
                 start = self._fit(held, nbytes, ready, now)
                 for i in held:
-                    self._take(i, start, start + nbytes / bw[i], ready)
+                    self._take(i, start, start + nbytes / bw[i], now)
             else:
                 start = ready
                 for i in held:
@@ -131,8 +133,8 @@ class ReservationFabric(DataPlane):
                         start = free_at[i]
                 for i in held:
                     free = free_at[i]
-                    if free < start and ready < start:  # waits for another link: a hole
-                        self._open(i, free if free > ready else ready, start)
+                    if free < start and now < start:  # idle until it starts: a hole
+                        self._open(i, free if free > now else now, start)
                     free_at[i] = start + nbytes / bw[i]
             for i in route.link_ids:
                 carried[i] += nbytes
@@ -177,12 +179,12 @@ class ReservationFabric(DataPlane):
                     return s
         return t if t > self.free_at[i] else self.free_at[i]
 
-    def _take(self, i: int, start: float, stop: float, ready: float) -> None:
-        """Reserve ``[start, stop)`` on resource ``i`` for a request ready at ``ready``:
-        from a hole, or from ``free_at`` (leaving a hole if it waited for another)."""
+    def _take(self, i: int, start: float, stop: float, now: float) -> None:
+        """Reserve ``[start, stop)`` on resource ``i`` for a request issued at ``now``:
+        from a hole, or from ``free_at`` (leaving what is idle before it a hole)."""
         free = self.free_at[i]
         if start >= free:
-            idle = free if free > ready else ready
+            idle = free if free > now else now
             if idle < start:
                 self._open(i, idle, start)
             self.free_at[i] = stop
