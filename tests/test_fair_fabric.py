@@ -68,7 +68,9 @@ def test_hotspot_keeps_pe0s_hbm_busy_from_its_first_byte_to_the_last(one_to_one)
     below their 128 GB/s NOC->PE links). So PE 0's HBM never idles from 52 ns:
     52 + 8 MiB / 256 = 32820 ns, both mappings (was 6 + 8 MiB / 256 + 40 = 32814, with
     PE 0 1536 B ahead: its lead over the others was one way's 6 ns, now a round trip's
-    12). The busiest resource is PE 0's HBM, named for both its directions."""
+    12). The busiest resource is PE 0's HBM, named for both its directions. (The
+    reservation model, with one access in flight, gives 33082 n:1 and 33018 1:1:
+    tests/test_stream_patterns.py.)"""
     n, size = 16, 65536
     m = stream("hotspot", one_to_one, access_bytes=size, bytes_per_pe=n * size,
                active_pes=CUBE, outstanding=4)  # fmt: skip
