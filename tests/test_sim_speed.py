@@ -64,15 +64,24 @@ def test_shared_link_is_booked_in_simulated_time_order():
     # order: PE0@39 ready 91, done 135; PE0@78 ready 130, done 174, shared resources
     # busy until 146; PE1@89 ready 141, starts at 146, done 190, resources busy until
     # 162; PE0@117 ready 169, done 213 (was 201 and 178).
-    # (Booking PE0@117 first would have held the shared resources over [169, 185)
-    # and pushed PE1 to 185 + 44 = 229: a booking keeps no record of the idle stretch
-    # before its own ready time, so the [146, 169) PE1 fits in is lost.)
+    # This case no longer shows the booking order by itself: booked first, PE0@117
+    # would hold the shared resources over [169, 185), after PE1's bytes' [146, 162),
+    # so under §13.1's rule (the earliest start at or after the ready time at which
+    # every resource is free) PE1 would still end at 190. (The fabric as built gives
+    # 229: it keeps no record of the idle stretch before a booking's ready time.)
     assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}) == {0: 213, 1: 190}
+    # With 70 cycles PE1 issues at 109 and its bytes are ready at 161, within PE0@117's
+    # window: in time order PE1@109 holds the shared resources over [161, 177), done
+    # 205, and PE0@117, ready at 169, starts at 177, done 221. Booking PE0@117 first
+    # would have held [169, 185) and pushed PE1 to 185 + 44 = 229.
+    assert run_remote_reads({0: 0, 1: 70}, {0: 3, 1: 1}) == {0: 221, 1: 205}
     assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}, "fair") == {0: 135, 1: 135}
     # fair: PE0's reads come back over [103, 135), [142, 174), [181, 213) on its own
     # NOC -> pe0 link; PE1's over [153, 185), beside PE0's second: 128 + 128 fill the
     # shared 256 GB/s, so neither waits (was 201 and 89 + 84)
     assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}, "fair") == {0: 213, 1: 89 + 96}
+    # PE1's bytes over [173, 205), beside PE0's third: again neither waits
+    assert run_remote_reads({0: 0, 1: 70}, {0: 3, 1: 1}, "fair") == {0: 213, 1: 109 + 96}
 
 
 def count_simpy_events(n_pes: int, accesses: int) -> int:
