@@ -15,9 +15,16 @@ from tests.support import make_cfg, make_system
 
 
 def test_stream_effective_bandwidth_is_the_mean_of_each_pes_own():
-    """PE0's path is held by 25600 B booked before the stream starts (100 ns at 256
-    GB/s); PE1's is free. Each reads two 4 KiB accesses (16 ns of drain each). The
-    reservation model books the 25600 B outside any run, which a flow cannot do."""
+    """PE0's HBM is held by a 25600 B write booked before the stream starts (100 ns at
+    256 GB/s); PE1's is free. Each reads two 4 KiB accesses (16 ns of drain each). The
+    reservation model books the 25600 B outside any run, which a flow cannot do.
+
+    A read is a round trip (DESIGN §13.1): both of a PE's reads are ready at 6 out +
+    40 = 46 ns, and their bytes come back over the PE's HBM, the half-duplex resource the
+    write holds until 100 (they no longer cross the DMA->router link the write holds
+    too), so PE0's bytes start at 100 and 116: done at 116 + 16 + 6 back = 138 ns (was
+    100 + 32 + 6 + 40 = 178: the first 46 ns of the round trip now overlap the write's
+    hold). PE1's start at 46 and 62: done at 84 (was 78)."""
     cfg = make_cfg(access_bytes=4096, bytes_per_pe=8192, active_pes=2, outstanding=2,
                    fabric="reservation")  # fmt: skip
     system = System(cfg)
@@ -30,9 +37,11 @@ def test_stream_effective_bandwidth_is_the_mean_of_each_pes_own():
     )
     row = stream.run(system, cfg.workload)
     lk = cfg.topology.links
-    path = lk.dma_router_latency_ns + lk.router_hbm_latency_ns + mm.hbm_access_latency_ns
-    end0 = busy + 2 * 4096 / bw + path  # 178 ns: the second access waits for the first
-    end1 = 2 * 4096 / bw + path  # 78 ns
+    way = lk.dma_router_latency_ns + lk.router_hbm_latency_ns  # 6 ns each way
+    ready = way + mm.hbm_access_latency_ns  # 46 ns: out and served
+    end0 = max(busy, ready) + 2 * 4096 / bw + way  # 138 ns: the second waits for the first
+    end1 = ready + 2 * 4096 / bw + way  # 84 ns
+    assert (end0, end1) == (138, 84)
     assert row["sim_time_ns"] == end0
     assert row["effective_bw_gbs"] == (8192 / end0 + 8192 / end1) / 2
     assert row["aggregate_bw_gbs"] == 2 * 8192 / end0

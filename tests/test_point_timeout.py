@@ -32,12 +32,13 @@ def sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess,
 def test_a_point_past_the_limit_is_an_error_row_and_the_next_points_run(tmp_path):
     # Points 0 and 1 stream 512 MiB on each of 16 PEs in 4 KiB accesses: 2,097,152
     # accesses, ~5 s here even in the compiled build (setup.py), far past 1 s. Points 2
-    # and 3 stream 8 KiB a PE, two 4 KiB accesses on the PE's own HBM (dispatch free,
-    # PA): one access is 6 ns of route,
-    # 4096 / 256 GB/s = 16 ns of drain and 40 ns of HBM access, 62 ns; one in flight
-    # runs them one after the other, 124 ns; two in flight overlap all but the second's
-    # drain behind the first's, 6 + 2 x 16 + 40 = 78 ns. All four in one chunk on one
-    # worker: the points after the stopped ones run in the process the limit stopped.
+    # and 3 stream 8 KiB a PE, two 4 KiB reads of the PE's own HBM (dispatch free, PA).
+    # A read is a round trip (DESIGN §13.1): 6 ns of route out, 40 ns of HBM access,
+    # 6 ns back, then 4096 / 256 GB/s = 16 ns of drain, 68 ns; one in flight runs them
+    # one after the other, 136 ns; two in flight overlap all but the second's drain
+    # behind the first's, 6 + 40 + 6 + 2 x 16 = 84 ns (were 124 and 78, with the access
+    # after the bytes and no way back). All four in one chunk on one worker: the points
+    # after the stopped ones run in the process the limit stopped.
     proc, rows = sweep(
         tmp_path,
         "workload.access_bytes=4096",
@@ -55,7 +56,7 @@ def test_a_point_past_the_limit_is_an_error_row_and_the_next_points_run(tmp_path
         assert (long["status"], long["error"]) == ("error", LIMIT.format(1))
         assert long["wall_s"] >= 1.0  # it ran up to the limit
         assert long["sim_time_ns"] is None
-    assert [(r["status"], r["sim_time_ns"]) for r in rows[2:]] == [("ok", 124.0), ("ok", 78.0)]
+    assert [(r["status"], r["sim_time_ns"]) for r in rows[2:]] == [("ok", 136.0), ("ok", 84.0)]
     stopped = [line for line in proc.stderr.splitlines() if line.endswith(LIMIT.format(1))]
     assert [line.split(" (")[0] for line in stopped] == [
         "kernbench: error: point #0",

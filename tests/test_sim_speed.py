@@ -43,26 +43,45 @@ def run_remote_reads(lead_cycles, count, fabric="reservation"):
 
 
 def test_shared_link_is_booked_in_simulated_time_order():
-    """PE0 and PE1 read PE2's memory through the shared NOC -> pe2.agg_router -> HBM
-    links, paying 39 ns of dispatch per load. A remote 4 KiB read holds pe.dma -> NOC
-    32 ns (128 GB/s) and each shared link 16 ns (256 GB/s), and completes
-    5 + 3 + 4 + 32 + 40 = 84 ns after it starts.
+    """PE0 and PE1 read PE2's memory, whose bytes come back through the shared
+    pe2's HBM -> pe2.agg_router -> NOC resources, paying 39 ns of dispatch per load. A
+    remote 4 KiB read is a round trip (DESIGN §13.1): its payload-free request goes
+    out (5 + 3 + 4 = 12 ns) and is served (40), so its bytes are ready 52 ns after
+    issue; they hold each shared resource 16 ns (256 GB/s) and NOC -> pe 32 ns
+    (128 GB/s) from their start, and the read is done 12 + 32 = 44 ns after it: 96 ns
+    after issue when nothing waits (was 84: 12 + 32 + 40, the bytes on the way out).
 
     PE0 runs ahead of PE1 without paying SimPy events; if it booked its later loads
     before PE1's earlier one, PE1 would queue behind them. (The reservation model books
     at issue, so order matters there; the fair model's requests join the links as
     events, in time order by construction: two 128 GB/s reads fill the 256 GB/s links
-    side by side, both done at 123.)"""
-    # A tie at 39 ns: PE0's dispatch was scheduled first, so it goes first (done 123);
-    # PE1 waits for the shared links until 55.
-    assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}) == {0: 123, 1: 139}
+    side by side, both done at 39 + 96 = 135.)"""
+    # A tie at 39 ns: PE0's dispatch was scheduled first, so it goes first (ready at 91,
+    # done 135); PE1's bytes, ready at 91 too, wait for the shared resources until 107:
+    # done 107 + 44 = 151 (was 123 and 139).
+    assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}) == {0: 135, 1: 151}
     # PE0 issues at 39, 78, 117; PE1 spends 50 cycles, then issues at 89. In time
-    # order: PE0@39 done 123; PE0@78 done 162, shared links busy until 94; PE1@89
-    # starts at 94, done 178, links busy until 110; PE0@117 done 201.
-    # (Booking PE0@117 first would have pushed PE1 to 133 + 84 = 217.)
-    assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}) == {0: 201, 1: 178}
-    assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}, "fair") == {0: 123, 1: 123}
-    assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}, "fair") == {0: 201, 1: 89 + 84}
+    # order: PE0@39 ready 91, done 135; PE0@78 ready 130, done 174, shared resources
+    # busy until 146; PE1@89 ready 141, starts at 146, done 190, resources busy until
+    # 162; PE0@117 ready 169, done 213 (was 201 and 178).
+    # This case no longer shows the booking order by itself: booked first, PE0@117
+    # would hold the shared resources over [169, 185), after PE1's bytes' [146, 162),
+    # so under §13.1's rule (the earliest start at or after the ready time at which
+    # every resource is free) PE1 would still end at 190. (The fabric as built gives
+    # 229: it keeps no record of the idle stretch before a booking's ready time.)
+    assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}) == {0: 213, 1: 190}
+    # With 70 cycles PE1 issues at 109 and its bytes are ready at 161, within PE0@117's
+    # window: in time order PE1@109 holds the shared resources over [161, 177), done
+    # 205, and PE0@117, ready at 169, starts at 177, done 221. Booking PE0@117 first
+    # would have held [169, 185) and pushed PE1 to 185 + 44 = 229.
+    assert run_remote_reads({0: 0, 1: 70}, {0: 3, 1: 1}) == {0: 221, 1: 205}
+    assert run_remote_reads({0: 0, 1: 0}, {0: 1, 1: 1}, "fair") == {0: 135, 1: 135}
+    # fair: PE0's reads come back over [103, 135), [142, 174), [181, 213) on its own
+    # NOC -> pe0 link; PE1's over [153, 185), beside PE0's second: 128 + 128 fill the
+    # shared 256 GB/s, so neither waits (was 201 and 89 + 84)
+    assert run_remote_reads({0: 0, 1: 50}, {0: 3, 1: 1}, "fair") == {0: 213, 1: 89 + 96}
+    # PE1's bytes over [173, 205), beside PE0's third: again neither waits
+    assert run_remote_reads({0: 0, 1: 70}, {0: 3, 1: 1}, "fair") == {0: 213, 1: 109 + 96}
 
 
 def count_simpy_events(n_pes: int, accesses: int) -> int:
