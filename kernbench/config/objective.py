@@ -4,7 +4,7 @@
 or a list of them. A run's task function then returns that column's value (a float;
 a tuple of floats for two or more names) instead of its status, so
 ``hydra/sweeper=optuna`` (or nevergrad) can minimise it; a single run prints it
-(``objective: kernel_latency_ns = 4355.0``). It is not a result column itself and not
+(``objective: kernel_latency_ns = 4364.6875``). It is not a result column itself and not
 part of the point cache's key: what is optimised does not change what is simulated.
 
 A point that ends in an error row, or whose objective column is null, returns None:
@@ -112,7 +112,7 @@ def value(row: Mapping[str, Any], objective: Any) -> Value:
 
 
 def describe(objective: Any, result: Value) -> str:
-    """``objective: kernel_latency_ns = 4355.0, hbm_channels_used = 16.0``, or
+    """``objective: kernel_latency_ns = 4364.6875, hbm_channels_used = 16.0``, or
     ``objective: none (...)`` for a failed point."""
     wanted = names(objective)
     if result is None:
