@@ -1,7 +1,12 @@
 """ADR-0011 LA test requirements, with exact times computed by hand.
 
 Default topology, one PE: 8 channels x 32 GB/s (1:1) or one 256 GB/s aggregate link
-(n:1); a request costs 2 (dma->router) + 4 (router->hbm) + drain + 40 (HBM) ns.
+(n:1), each one half-duplex HBM resource. A read is a round trip (DESIGN §13.1): its
+request goes out with no payload, 2 (dma->router) + 4 (router->hbm) ns, the HBM pays
+its 40 ns access, then the bytes come back over the twin links, 4 (hbm->router) + 2
+(router->dma) ns, and drain: a local read costs 6 + 40 + 6 + drain = 52 + drain ns,
+nothing after its last byte. A remote one goes out PE->NOC 5 + NOC->router 3 +
+router->HBM 4 = 12 ns (plus 20 over NOC<->NOC to another cube) and back the same.
 Interleave granule g = 256 B: LA offset o lives on channel (o // 256) % 8.
 """
 
@@ -22,7 +27,11 @@ from kernbench.sim.control import BaawSegmentInstallMsg, BaawSegmentUninstallMsg
 from tests.address_support import KIB4, ONE_MESSAGE_NS, deploy_all, launch_reads, model_cfg
 from tests.support import make_cfg, make_system
 
-PATH_NS = 2 + 4 + 40
+OUT = BACK = 2 + 4  # dma->router->hbm, and hbm->router->dma on the twin links
+ACCESS = 40
+PATH_NS = OUT + ACCESS + BACK  # 52 ns before a local read's first byte drains
+REMOTE = 5 + 3 + 4  # pe->noc->router->hbm, the same back: 12 ns each way
+CROSS_CUBE = 5 + 20 + 3 + 4  # with the NOC->NOC hop: 32 ns each way
 
 
 def test_one_to_one_one_logical_access_becomes_n_per_channel_requests():
@@ -74,9 +83,10 @@ def test_bandwidth_equivalence_of_both_modes_on_the_same_workload():
     for one_to_one in (True, False):
         cfg = model_cfg("la", one_to_one, access_bytes=65536, bytes_per_pe=1 << 20, active_pes=2)
         rows[one_to_one] = simulate.run(cfg).metrics
-    # the busiest link is each mapping's own: PE 0's first channel link, or its aggregate
-    assert rows[True].pop("busiest_link") == "sip0.cube0.pe0.ch_r0->sip0.cube0.hbm_ctrl"
-    assert rows[False].pop("busiest_link") == "sip0.cube0.pe0.agg_router->sip0.cube0.hbm_ctrl"
+    # the busiest resource is each mapping's own: PE 0's first channel, or its aggregate
+    # link, each one half-duplex HBM resource that the reads' bytes leave HBM on
+    assert rows[True].pop("busiest_link") == "sip0.cube0.pe0.ch_r0<->sip0.cube0.hbm_ctrl"
+    assert rows[False].pop("busiest_link") == "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
     assert rows[True] == rows[False]
     assert rows[True]["install_latency_ns"] == ONE_MESSAGE_NS
 
@@ -84,10 +94,12 @@ def test_bandwidth_equivalence_of_both_modes_on_the_same_workload():
 def test_one_to_one_per_channel_contention_is_modelled():
     system, ctx, src = deploy_all("la", one_to_one=True)
     base = src.shard_ptr(0)
-    # offsets 0 and 2048 are both on channel 0: 256 B = 8 ns each, the second waits 8 ns
+    # offsets 0 and 2048 are both on channel 0: both requests are out and served at
+    # 6 + 40 = 46 ns, the channel carries their 256 B back one after the other (8 ns
+    # each at 32 GB/s), so the second's bytes wait 8 ns: 8 + 52 + 8
     same = launch_reads(system, ctx, [0], {0: [base, base + 2048]}, 256)
     assert same == {0: 8 + PATH_NS + 8}
-    # offsets 0 and 256 are channels 0 and 1: no waiting
+    # offsets 0 and 256 are channels 0 and 1: no waiting, 52 + 8
     system, ctx, src = deploy_all("la", one_to_one=True)
     base = src.shard_ptr(0)
     assert launch_reads(system, ctx, [0], {0: [base, base + 256]}, 256) == {0: PATH_NS + 8}
@@ -97,7 +109,8 @@ def test_n_to_one_aggregate_bandwidth_is_reflected():
     system, ctx, src = deploy_all("la")
     base = src.shard_ptr(0)
     ptrs = [base + i * KIB4 for i in range(8)]
-    # eight 4 KiB reads back to back on the 256 GB/s link: the last starts at 7 x 16
+    # eight 4 KiB reads, all served at 46 ns, come back to back over the 256 GB/s
+    # aggregate resource (16 ns each): the last one's bytes wait 7 x 16
     assert launch_reads(system, ctx, [0], {0: ptrs}, KIB4) == {0: 7 * 16 + PATH_NS + 16}
     # two 256 B reads to "one channel's" offsets do not serialise per channel: 1 ns each
     system, ctx, src = deploy_all("la")
@@ -106,29 +119,32 @@ def test_n_to_one_aggregate_bandwidth_is_reflected():
 
 
 def test_cross_pe_and_cross_cube_la_dma_go_to_the_owners_routers():
-    # n:1: one 4 KiB request, drained at the narrowest link (PE->NOC 128, NOC->NOC 64 GB/s)
+    # n:1: one 4 KiB request out (12 ns; 32 to another cube), the owner's HBM access
+    # (40), the bytes back the same way reversed, drained at the narrowest link
+    # (NOC->PE 128, NOC->NOC 64 GB/s)
     system, ctx, src = deploy_all("la")
     to_pe1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(1)]}, KIB4)
-    assert to_pe1 == {0: 5 + 3 + 4 + KIB4 / 128 + 40}  # 84 ns, as under PA
+    assert to_pe1 == {0: REMOTE + ACCESS + REMOTE + KIB4 / 128}  # 96 ns, as under PA
     to_cube1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(8)]}, KIB4)
-    assert to_cube1 == {0: 5 + 20 + 3 + 4 + KIB4 / 64 + 40}  # 136 ns
-    # 1:1: eight 512 B requests to the owner's ch_r routers, each capped by its 32 GB/s
-    # channel: oldest first, 4 fill the 128 GB/s PE->NOC link side by side (16 ns),
-    # then the other 4: as fast as n:1
+    assert to_cube1 == {0: CROSS_CUBE + ACCESS + CROSS_CUBE + KIB4 / 64}  # 168 ns
+    # 1:1: eight 512 B requests to the owner's ch_r routers, their bytes each capped by
+    # its 32 GB/s channel: oldest first, 4 fill the 128 GB/s NOC->PE link side by side
+    # (16 ns), then the other 4: as fast as n:1
     system, ctx, src = deploy_all("la", one_to_one=True)
     to_pe1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(1)]}, KIB4)
-    assert to_pe1 == {0: 5 + 3 + 4 + 2 * 512 / 32 + 40}  # 84 ns
+    assert to_pe1 == {0: REMOTE + ACCESS + REMOTE + 2 * 512 / 32}  # 96 ns
     # cross-cube the 64 GB/s NOC->NOC link takes 2 at a time: 4 x 16 ns
     to_cube1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(8)]}, KIB4)
-    assert to_cube1 == {0: 5 + 20 + 3 + 4 + 4 * 512 / 32 + 40}  # 136 ns
-    # The reservation model queues them on the shared pe0.dma->noc link (4 ns each at
-    # 128 GB/s): the last starts at 7 x 4 and drains 512 B at the 32 GB/s channel.
+    assert to_cube1 == {0: CROSS_CUBE + ACCESS + CROSS_CUBE + 4 * 512 / 32}  # 168 ns
+    # The reservation model: all 8 are out and served at the same time (12 + 40), and
+    # their bytes queue on the shared noc->pe0.dma link (4 ns each at 128 GB/s): the
+    # last leaves its channel 7 x 4 later and drains 512 B at the 32 GB/s channel.
     system, ctx, src = deploy_all("la", one_to_one=True, fabric="reservation")
     to_pe1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(1)]}, KIB4)
-    assert to_pe1 == {0: 7 * 4 + 5 + 3 + 4 + 16 + 40}  # 96 ns
+    assert to_pe1 == {0: REMOTE + ACCESS + 7 * 4 + REMOTE + 16}  # 108 ns
     # cross-cube the NOC->NOC link (8 ns per 512 B at 64 GB/s) paces them instead
     to_cube1 = launch_reads(system, ctx, [0], {0: [src.shard_ptr(8)]}, KIB4)
-    assert to_cube1 == {0: 7 * 8 + 5 + 20 + 3 + 4 + 16 + 40}  # 144 ns
+    assert to_cube1 == {0: CROSS_CUBE + ACCESS + 7 * 8 + CROSS_CUBE + 16}  # 176 ns
 
 
 def test_kernel_code_is_unchanged_across_models_and_modes():
@@ -141,8 +157,9 @@ def test_kernel_code_is_unchanged_across_models_and_modes():
     for one_to_one in (True, False):
         assert times["la", one_to_one] == times["pa", one_to_one]
         assert times["va", one_to_one] == times["pa", one_to_one] + 2  # TLB, once per access
-    # local 62 ns and remote (84 ns) overlap: the remote one ends last
-    assert times["pa", False] == 84
+    # local (52 + 16 = 68 ns) and remote (12 + 40 + 12 + 32 = 96 ns) overlap: the
+    # remote one ends last
+    assert PATH_NS + 16 < times["pa", False] == REMOTE + ACCESS + REMOTE + KIB4 / 128 == 96
 
 
 def test_baaw_segment_install_and_uninstall():

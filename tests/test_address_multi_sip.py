@@ -104,12 +104,17 @@ def test_cross_sip_read_takes_the_pcie_route_through_the_host(model):
     system, ctx = make_system(cfg)
     t = ctx.deploy(32 * KIB4, DPPolicy("column_wise", "all"))
     lk, mm = cfg.topology.links, cfg.topology.cube.memory_map
-    # pe0.dma -> noc -> sip0.pcie_ep -> host -> sip1.pcie_ep -> sip1.cube0.noc -> router
-    # -> HBM; the drain is paced by the narrowest link, PCIe
+    # A round trip (DESIGN §13.1): the request goes out pe0.dma -> noc -> sip0.pcie_ep
+    # -> host -> sip1.pcie_ep -> sip1.cube0.noc -> router -> HBM (5 + 20 + 500 + 500 +
+    # 20 + 3 + 4 = 1052 ns) with no payload, the HBM access (40), then the bytes come
+    # back over the same links reversed (1052 ns), drained at the narrowest, PCIe
+    # (4096 / 32 = 128 ns): 2272 ns (2274 under VA, its TLB first; was 1220 / 1222,
+    # when the way back was not paid and the access came after the bytes)
     hops = lk.pe_noc_latency_ns + 2 * lk.noc_noc_latency_ns + 2 * lk.pcie_latency_ns
     hops += lk.noc_router_latency_ns + lk.router_hbm_latency_ns
     tlb = cfg.topology.pe_mmu.tlb_overhead_ns if model == "va" else 0.0
-    expect = tlb + hops + KIB4 / lk.pcie_bw_gbs + mm.hbm_access_latency_ns
+    expect = tlb + hops + mm.hbm_access_latency_ns + hops + KIB4 / lk.pcie_bw_gbs
+    assert expect == 2272 + tlb
     assert launch_reads(system, ctx, [0], {0: [t.shard_ptr(16)]}, KIB4) == {0: expect}
 
 
@@ -120,13 +125,24 @@ def test_stream_runs_on_two_sips(model, active):
     metrics = simulate.run(cfg).metrics
     assert metrics["active_pe_count"] == (32 if active == "all" else 16)
     assert metrics["install_latency_ns"] == one_message_ns(cfg, ENDPOINT[model])
-    # each PE reads its own shard: 16 accesses queue on its aggregate link (after the
-    # first one's TLB time under VA); no PE waits for another, in either SIP
+    # Each PE reads its own shard, 16 accesses of 4 KiB, 4 in flight (the default), each
+    # a round trip (DESIGN §13.1): TLB (VA: 2 ns, paid by every access before it leaves)
+    # + 6 out + 40 access + 6 back + 16 drain at 256 GB/s = R = 68 ns (70 under VA).
+    # R exceeds the 4 x 16 = 64 ns the PE's HBM needs for 4 accesses' bytes, so the
+    # in-order queue, not the link, paces the stream: access 4g + j is issued when
+    # access 4(g - 1) + j completes, its group's first byte comes back R - 16 after its
+    # issue, after the previous group's last, and it completes at (g + 1) R + 16 j. The
+    # last, 4 x 3 + 3, at 4 R + 3 x 16 = 320 ns (328 under VA). No PE waits for
+    # another, in either SIP. (Before reads were round trips the 4 accesses covered the
+    # 6 ns way out and the stream was HBM-bound: TLB + 16 x 16 + 46 = 302 / 304.)
     lk, mm = cfg.topology.links, cfg.topology.cube.memory_map
     drain = KIB4 / (mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs)
-    path = lk.dma_router_latency_ns + lk.router_hbm_latency_ns + mm.hbm_access_latency_ns
+    way = lk.dma_router_latency_ns + lk.router_hbm_latency_ns
     tlb = cfg.topology.pe_mmu.tlb_overhead_ns if model == "va" else 0.0
-    assert metrics["sim_time_ns"] == tlb + 16 * drain + path
+    trip = tlb + way + mm.hbm_access_latency_ns + way + drain
+    depth, groups = cfg.workload.outstanding, 16 // cfg.workload.outstanding
+    assert depth == groups == 4 and trip > depth * drain  # latency-bound, not HBM-bound
+    assert metrics["sim_time_ns"] == groups * trip + (depth - 1) * drain == 320 + 4 * tlb
 
 
 @pytest.mark.parametrize("model", ["va", "la"])

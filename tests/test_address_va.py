@@ -1,8 +1,13 @@
 """ADR-0011 VA test requirements (regression), with exact times computed by hand.
 
-Default topology: 4 KiB on the n:1 path = 2 (dma->router) + 4 (router->hbm) + 16 (drain
-at 256 GB/s) + 40 (HBM) = 62 ns; tlb_overhead_ns = 2 per access (the default
-tlb_charge=per_access).
+Default topology: a 4 KiB read on the n:1 path is a round trip (DESIGN §13.1): its
+request goes out 2 (dma->router) + 4 (router->hbm) ns carrying no payload, the HBM
+pays its 40 ns access, the bytes come back 4 (hbm->router) + 2 (router->dma) ns and
+drain 16 ns at 256 GB/s: 6 + 40 + 6 + 16 = 68 ns, nothing after the last byte. A
+remote read goes out PE->NOC 5 + NOC->router 3 + router->HBM 4 = 12 ns (32 with the
+NOC->NOC hop to another cube) and comes back the same links reversed.
+tlb_overhead_ns = 2 per access (the default tlb_charge=per_access), paid before the
+request leaves.
 """
 
 from __future__ import annotations
@@ -30,13 +35,19 @@ from tests.support import make_system
 
 def test_cross_pe_and_cross_cube_dma_follow_installed_mappings():
     system, ctx, src = deploy_all("va")
-    # PE0 reads shard 1 (sip0.cube0.pe1) and, on its own, shard 8 (sip0.cube1.pe0)
-    for shard, expect in ((1, 5 + 3 + 4 + KIB4 / 128 + 40), (8, 5 + 20 + 3 + 4 + KIB4 / 64 + 40)):
+    # PE0 reads shard 1 (sip0.cube0.pe1) and, on its own, shard 8 (sip0.cube1.pe0): out,
+    # the owner's HBM access, back, and the drain at the narrowest link of the way back
+    # (NOC->PE 128 GB/s; NOC->NOC 64 GB/s)
+    remote, cross_cube = 5 + 3 + 4, 5 + 20 + 3 + 4
+    for shard, expect in (
+        (1, remote + 40 + remote + KIB4 / 128),
+        (8, cross_cube + 40 + cross_cube + KIB4 / 64),
+    ):
         ptr = src.shard_ptr(shard)
         assert ptr == src.va_base + src.shards[shard].offset_bytes
         assert system.address.mmus[0].translate(ptr) == src.shards[shard].pa
         ends = launch_reads(system, ctx, [0], {0: [ptr]}, KIB4)
-        assert ends == {0: 2 + expect}  # TLB 2 ns, then the PA path: 84 ns and 136 ns
+        assert ends == {0: 2 + expect}  # TLB 2 ns, then the PA round trip: 96 ns and 168 ns
 
 
 def test_mmu_map_and_unmap_traverse_the_fabric_with_their_measured_latency():
@@ -75,12 +86,13 @@ def test_replicate_installs_one_message_per_cube_and_the_components_serialise_th
 
 
 def _local_read_ns(cfg, nbytes):
-    """A local read on the n:1 path with no translation: link latencies, the drain at
-    the PE's aggregate bandwidth, the HBM access."""
+    """A local read on the n:1 path with no translation, a round trip: the request's
+    way out, the HBM access, the bytes' way back (the same latencies), the drain at the
+    PE's aggregate bandwidth; nothing after the last byte."""
     topo, mm = cfg.topology, cfg.topology.cube.memory_map
     bw = mm.hbm_channels_per_pe * mm.hbm_channel_bw_gbs
     lat = topo.links.dma_router_latency_ns + topo.links.router_hbm_latency_ns
-    return lat + nbytes / bw + mm.hbm_access_latency_ns
+    return lat + mm.hbm_access_latency_ns + lat + nbytes / bw
 
 
 @pytest.mark.parametrize("charge", ["per_access", "per_page"])
@@ -92,27 +104,31 @@ def test_a_64k_access_pays_the_tlb_once_per_access_or_once_per_page(charge):
     t = ctx.deploy(1 << 20)
     pages = (1 << 16) // cfg.topology.pe_mmu.page_size  # 16: split into 16 requests
     tlb = 7.0 * (pages if charge == "per_page" else 1)
-    # the 16 page-sized requests queue on one link: together they drain like one 64 KiB
+    # the 16 page-sized requests are all out and served together; their bytes queue on
+    # the one aggregate HBM resource: together they drain like one 64 KiB
     end = launch_reads(system, ctx, [0], {0: [t.shard_ptr(0)]}, 1 << 16)
-    assert end == {0: tlb + _local_read_ns(cfg, 1 << 16)}  # 309 ns, or 414 ns per page
+    # 7 + 6 + 40 + 6 + 256 = 315 ns, or 16 x 7 + 308 = 420 ns per page
+    assert end == {0: tlb + _local_read_ns(cfg, 1 << 16)}
 
 
 def test_tlb_overhead_is_paid_once_for_an_access_crossing_a_page_boundary():
     system, ctx, src = deploy_all("va")
     base = src.shard_ptr(0)
-    assert launch_reads(system, ctx, [0], {0: [base]}, KIB4) == {0: 2 + 62}
-    # 4 KiB from mid-page: two 2 KiB requests on the aggregate link, one TLB charge;
-    # the second starts 8 ns after the first and ends 54 ns later
-    assert launch_reads(system, ctx, [0], {0: [base + 2048 + KIB4]}, KIB4) == {0: 2 + 8 + 54}
+    assert launch_reads(system, ctx, [0], {0: [base]}, KIB4) == {0: 2 + 68}
+    # 4 KiB from mid-page: two 2 KiB requests, one TLB charge, both out and served at
+    # 2 + 6 + 40; their bytes share the aggregate resource, the second's after the
+    # first's 8 ns: 2 + 8 + (52 + 8) = 70, as one 4 KiB request (two charges: 72)
+    assert launch_reads(system, ctx, [0], {0: [base + 2048 + KIB4]}, KIB4) == {0: 2 + 8 + 60}
 
 
 def test_page_fault_falls_back_to_pa_and_keeps_pa_only_behaviour():
     system, ctx, src = deploy_all("va")
     pa = src.shards[1].pa  # a PA, not a VA: no mapping, so PE_DMA uses it as a PA
     assert system.address.mmus[0].translate(pa) is None
-    assert launch_reads(system, ctx, [0], {0: [pa]}, KIB4) == {0: 84}  # no TLB time
+    # PE 1's memory, no TLB time: 12 out + 40 + 12 back + 4096 / 128 = 96 ns
+    assert launch_reads(system, ctx, [0], {0: [pa]}, KIB4) == {0: 96}
     pa_system, pa_ctx, pa_src = deploy_all("pa")
-    assert launch_reads(pa_system, pa_ctx, [0], {0: [pa_src.shards[1].pa]}, KIB4) == {0: 84}
+    assert launch_reads(pa_system, pa_ctx, [0], {0: [pa_src.shards[1].pa]}, KIB4) == {0: 96}
 
 
 def test_scope_exit_unmaps_and_returns_va_and_pa_space():

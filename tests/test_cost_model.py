@@ -93,7 +93,9 @@ def test_anchor_preservation():
     assert DEFAULT.dispatch_ns(cmd) == 32 + 54 * 0.25 == 45.5
     assert abs(DEFAULT.dispatch_ns(cmd) - 45) <= 1
     # Through PE_CPU: the CPU is busy 45.5 ns, then the composite runs as with free
-    # dispatch (1134 ns: one 16 KiB chunk read, 110 ns, then 4 x 256 ns of GEMM).
+    # dispatch (1140 ns: one 16 KiB chunk read, a round trip of 6 ns out + 40 ns HBM
+    # access + 6 ns back + 64 ns of bytes = 116 ns, then 4 x 256 ns of GEMM, the later
+    # chunks' reads hidden under them).
     system, ctx = make_system(make_cfg(zero_cost=False))
     src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
 
@@ -105,7 +107,7 @@ def test_anchor_preservation():
     end = ctx.launch(kernel, [system.graph.pes[0]], src.shard_ptr(0))[0]
     cpu = system.pes[0].cpu
     assert (cpu.busy_ns, cpu.dispatch_cycles) == (45.5, 45.5)
-    assert end == 45.5 + 1134
+    assert end == 45.5 + 1140
 
 
 # 2. Structural ratio ------------------------------------------------------------------
@@ -196,7 +198,9 @@ def test_pe_cpu_overhead_bypass():
 def _engine_times(fixed: float, recip: float) -> dict[str, object]:
     """Each DMA request's time on the fabric (start of transfer to completion), in issue
     order, and per compute engine the stages it ran and the time it was busy (one slot:
-    the sum of their durations)."""
+    the sum of their durations). A read's transfer starts when its bytes leave HBM
+    (DESIGN §13.1: after its request's way out and the access), a write's when they
+    leave the DMA."""
     times: dict[str, object] = {}
     dma: list[float] = []
 
@@ -219,9 +223,11 @@ def test_no_double_count():
     # 16 tiles x 2 GEMMs of 2 x 4 x 128 x 128 flops at 4096 flops/ns = 32 ns each.
     assert zero["gemm"] == (32, 32 * 32.0)
     assert zero["math"][0] == 16 * 8 + 1
-    # Q (4 x 128 fp16 = 1 KiB): 6 ns of links + 4 ns drain + 40 ns HBM; then per tile
-    # K and V (128 x 128 fp16 = 32 KiB): 6 + 128 + 40; then O, 1 KiB, like Q.
-    assert zero["dma"] == [50.0] + [174.0] * 32 + [50.0]
+    # Reads from their bytes leaving HBM: 6 ns of links back + the drain at 256 GB/s,
+    # nothing after. Q (4 x 128 fp16 = 1 KiB): 6 + 4; then per tile K and V
+    # (128 x 128 fp16 = 32 KiB): 6 + 128. The write of O (1 KiB): 6 ns of links out +
+    # 4 ns drain + 40 ns HBM access.
+    assert zero["dma"] == [10.0] + [134.0] * 32 + [50.0]
 
 
 # 6. Determinism -----------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """GQA fused attention opt2/opt3 (DESIGN §5) and what its metrics row must show (§8).
 
 Default shape: 8 query heads over 2 KV heads (4 rows per PE, decode), head dim 128,
-2048 KV tokens in 16 tiles of 128. Per tile: K and V are 32 KiB each (a 174 ns local
-read: 6 ns links + 128 ns drain at 256 GB/s + 40 ns HBM), each GEMM is
+2048 KV tokens in 16 tiles of 128. Per tile: K and V are 32 KiB each (a 180 ns local
+read, a round trip (DESIGN §13.1): its request out over 6 ns of links, the 40 ns HBM
+access, the bytes back over 6 ns of links and 128 ns of drain at 256 GB/s), each GEMM is
 2 x 4 x 128 x 128 / 4096 = 32 ns, a full-width math op 4 x 128 / 64 = 8 ns.
 """
 
@@ -86,8 +87,9 @@ def test_opt3_is_cpu_bound_at_the_default_calibration():
     row, _ = run_gqa("gqa_opt3")
     # The CPU issues everything back to back: load Q (28 B: 39 ns), 16 tiles x 407.
     # The engines keep up, so the end is the last P.V composite's issue, its V read
-    # (174) and GEMM (32), the division (8) and the 1 KiB store (6 + 4 + 40 = 50).
-    assert row["kernel_latency_ns"] == 39 + 16 * 407 + 174 + 32 + 8 + 50 == 6815
+    # (6 + 40 + 6 + 128 = 180) and GEMM (32), the division (8) and the 1 KiB store
+    # (a write: 6 + 4 + 40 = 50).
+    assert row["kernel_latency_ns"] == 39 + 16 * 407 + 180 + 32 + 8 + 50 == 6821
     assert row["bottleneck"] == "cpu"
 
 
@@ -152,5 +154,5 @@ def test_composite_memory_reads_prefetch_past_tile_hazards():
         tl.composite(tl.op("add", a=x, b=tl.block(ptr, (64, 64)), out=y))
 
     end = ctx.launch(kernel, [system.graph.pes[0]], src.shard_ptr(0))[0]
-    read = 6 + 8192 / 256 + 40  # 78 ns, from t = 0, beside the exp
-    assert end == max(read, 64) + 64 == 142  # not 64 + 78 + 64 = 206
+    read = 6 + 40 + 6 + 8192 / 256  # a round trip: 84 ns, from t = 0, beside the exp
+    assert end == max(read, 64) + 64 == 148  # not 64 + 84 + 64 = 212

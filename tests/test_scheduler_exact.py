@@ -1,7 +1,10 @@
 """PE_SCHEDULER dependences whose end times alone do not show them (issue 12).
 
-Default PE, PA, dispatch free: GEMM 4096 flop/ns, MATH 64 elements/ns; a local 16 KiB
-read on the aggregate path takes 6 ns of links + 64 ns of drain (256 GB/s) + 40 ns HBM.
+Default PE, PA, dispatch free: GEMM 4096 flop/ns, MATH 64 elements/ns. A local 16 KiB
+read on the aggregate path is a round trip (DESIGN §13.1): its request goes out over
+6 ns of links with no payload, the HBM pays its 40 ns access, the bytes come back over
+6 ns of links and drain for 64 ns (256 GB/s): 116 ns. A write pays its 6 ns of links,
+its drain, then the 40 ns access.
 """
 
 from __future__ import annotations
@@ -47,10 +50,11 @@ def test_staging_buffers_are_reused_only_after_their_tile_is_computed():
     t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
     end = ctx.launch(composite, [system.graph.pes[0]], t.shard_ptr(0))[0]
     assert cfg.topology.pe.composite_buffers == 2
-    read = 2 + 4 + (256 * 128 * 2 / 4) / 256 + 40  # one 16 KiB chunk: 110 ns
+    way = 2 + 4  # dma->router->hbm, and back on the twin links
+    read = way + 40 + way + (256 * 128 * 2 / 4) / 256  # one 16 KiB chunk: 116 ns
     gemm = 2 * 64 * 256 * 128 / 4 / GEMM_FLOPS_PER_NS  # per tile: 256 ns
     # tiles 0 and 1 read at once; tile 2 when tile 0's GEMM ends, tile 3 after tile 1's
-    assert issued == [0, 0, read + gemm, read + 2 * gemm] == [0, 0, 366, 622]
+    assert issued == [0, 0, read + gemm, read + 2 * gemm] == [0, 0, 372, 628]
     assert end == read + 4 * gemm
 
 
@@ -62,10 +66,11 @@ def load_then_strided_store_then_load(ptr):
 
 
 def test_a_strided_descriptor_waits_on_its_tile_and_holds_it_for_every_row():
-    """The load ends at 110 ns (16 KiB: 6 ns of links, 64 of drain, 40 of HBM access);
-    the 4 rows may issue only then, side by side (16 DMA slots); they share the PE's
-    256 GB/s path, so they drain one after another, 16 ns each, and the last ends at
-    110 + 6 + 4 x 16 + 40 = 220 ns, when the second load may issue."""
+    """The load ends at 116 ns (16 KiB, a round trip: 6 ns out, 40 of HBM access,
+    6 back, 64 of drain); the 4 rows may issue only then, side by side (16 DMA slots);
+    they share the PE's 256 GB/s path, so they drain one after another, 16 ns each, and
+    the last write ends at 116 + 6 + 4 x 16 + 40 = 226 ns, when the second load may
+    issue."""
     issued: list[tuple[str, float]] = []
     system = System(
         make_cfg(),
@@ -74,4 +79,4 @@ def test_a_strided_descriptor_waits_on_its_tile_and_holds_it_for_every_row():
     ctx = RuntimeContext(system)
     t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
     ctx.launch(load_then_strided_store_then_load, [system.graph.pes[0]], t.shard_ptr(0))
-    assert issued == [("read", 0)] + [("write", 110)] * 4 + [("read", 220)]
+    assert issued == [("read", 0)] + [("write", 116)] * 4 + [("read", 226)]

@@ -4,8 +4,10 @@ Every figure here is derived by hand from the config (the derivation is in each
 test's docstring), never recorded from what the code gives today. Default topology
 unless said: 8 PEs per cube, a PE's HBM is N = 8 pseudo-channels of 32 GB/s (256 GB/s,
 its n:1 aggregate link), interleave granule g = 256 B (a stripe is g x N = 2048 B), a
-local route's latency is DMA->router 2 ns + router->HBM 4 ns = 6 ns, then 40 ns of HBM
-access latency.
+local route's latency is DMA->router 2 ns + router->HBM 4 ns = 6 ns, and the HBM access
+latency 40 ns. A write pays the way out, its bytes, then the access; a read is a round
+trip (DESIGN §13.1): its request's way out (6 ns, no payload), the access, the bytes'
+way back over the twin links (6 ns), then its bytes, and nothing after.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def test_a_whole_stripe_access_256_bytes_into_a_stripe_maps_each_channel(tmp_pat
     (o // 256) % 8, so offsets 256..2303 are granule 1..8: channels 1..7 get granules
     1..7, at PA B + 256 c, and channel 0 gets granule 8, the next stripe's first, at
     PA B + 2048 (not B + 256: that byte is channel 1's). Every channel moves 256 B, as
-    at offset 0, so the time is the same: 6 ns + 256 B / 32 GB/s = 8 ns + 40 ns = 54 ns.
+    at offset 0, so the time is the same read round trip: 6 ns out + 40 ns access + 6 ns
+    back + 256 B / 32 GB/s = 8 ns: 60 ns.
     B is read from the aligned access: its channel 0 request starts the shard."""
     aligned_m, aligned = _trace(tmp_path, model, 0)
     base = aligned[0][0]
@@ -106,7 +109,7 @@ def test_a_whole_stripe_access_256_bytes_into_a_stripe_maps_each_channel(tmp_pat
     expected = {c: (base + 256 * c, 256) for c in range(1, 8)}
     expected[0] = (base + 2048, 256)
     assert pieces == expected
-    assert m["sim_time_ns"] == aligned_m["sim_time_ns"] == 6 + 256 / 32 + 40
+    assert m["sim_time_ns"] == aligned_m["sim_time_ns"] == 6 + 40 + 6 + 256 / 32 == 60
     assert m["bytes_moved"] == 2048
 
 
@@ -118,8 +121,9 @@ def test_a_uniform_stream_with_a_short_last_access_moves_exactly_its_bytes():
     ``uniform``: 3 whole accesses and one of 1024, so 4 accesses per PE, 8 in all, and
     2 x 13312 = 26624 B. Each access goes to the PE that NumPy's default generator
     seeded with workload.seed draws for it, one row of 4 draws per PE over the 16
-    PEs (README): the HBM behind each drawn PE takes 4096 B for draws 0-2 of a row
-    and 1024 B for draw 3."""
+    PEs (README): the HBM behind each drawn PE gives 4096 B for draws 0-2 of a row
+    and 1024 B for draw 3. A read's bytes leave HBM on the twin of the router's link
+    into it (DESIGN §13.1): they are counted there, and nothing goes in."""
     access, total = 4096, 3 * 4096 + 1024
     cfg = make_cfg(pattern=StreamPattern.uniform, access_bytes=access, bytes_per_pe=total,
                    active_pes=2, seed=5)  # fmt: skip
@@ -132,8 +136,10 @@ def test_a_uniform_stream_with_a_short_last_access_moves_exactly_its_bytes():
     m = stream.run(system, cfg.workload)
     assert (m["bytes_moved"], m["accesses"]) == (2 * total, 2 * 4) == (26624, 8)
     carried = system.fabric.bytes_carried
-    into_hbm = [carried[system.graph.hbm_link[pe.agg_router].id] for pe in system.graph.pes]
-    assert into_hbm == expected
+    graph = system.graph
+    into_hbm = [graph.hbm_link[pe.agg_router].id for pe in graph.pes]
+    assert [carried[i] for i in into_hbm] == [0] * 16
+    assert [carried[graph.twin[i]] for i in into_hbm] == expected
     assert sum(expected) == 26624
 
 

@@ -1,8 +1,13 @@
 """Simulated time of Triton kernels, worked out from the config (DESIGN §3.2, §10).
 
-One access of ``b`` bytes on a PE's own HBM: it starts when the PE's path is free,
-holds it ``b / (N x channel bandwidth)`` (n:1: one link of N channels; 1:1: b/N on each
-of N channels) and completes ``dma->router + router->HBM + HBM access`` latency later.
+One access of ``b`` bytes on a PE's own HBM holds the PE's HBM resource (half-duplex:
+reads and writes share it) ``b / (N x channel bandwidth)`` (n:1: one link of N channels;
+1:1: b/N on each of N channels), from when its bytes are there and the resource is free.
+A write's bytes are there after its way out (``dma->router + router->HBM``); it
+completes that way's latency, the drain and the HBM access after that. A read is a
+round trip (DESIGN §13.1): its bytes leave HBM after its request's way out (no payload)
+and the HBM access, and it completes the way back (``HBM->router + router->dma``, the
+same latencies) after its bytes have drained, with nothing after.
 Every command first costs its ADR-0064 dispatch on PE_CPU.
 """
 
@@ -69,28 +74,36 @@ def test_vector_add_on_one_pe_equals_its_closed_form(model, mapping, pes):
     mm, links, pe, cost = topo.cube.memory_map, topo.links, topo.pe, topo.pe.attrs.pe_cost_model
     bw = acc.system.graph.channels_per_pe * mm.hbm_channel_bw_gbs  # the PE's HBM bandwidth
     drain = n * 4 / bw
-    latency = links.dma_router_latency_ns + links.router_hbm_latency_ns + mm.hbm_access_latency_ns
+    way = links.dma_router_latency_ns + links.router_hbm_latency_ns  # out, or back: 6 ns
+    read_latency = way + mm.hbm_access_latency_ns + way  # 52 ns besides the drain
+    write_latency = way + mm.hbm_access_latency_ns  # 46 ns
     tile = Tile(0, (n,), 4)
     dispatch_dma = cost.fixed_per_cmd_cycles + DmaReadCmd(0, 1, tile).logical_bytes * (
         cost.byte_cycles_recip
     )
     dispatch_ns = dispatch_dma / cost.clock_freq_ghz
     add_ns = n / (pe.math_elems_per_cycle * pe.clock_ghz)
-    # x starts after the first dispatch; y is dispatched before x leaves the path, so the
-    # two reads drain back to back; the add waits for y; the store (dispatched long
-    # before) waits for the add. Hence: one dispatch + 3 drains + 2 latencies + the add.
+    # x is issued after the first dispatch and its bytes leave HBM 6 + 40 ns later; y is
+    # issued one dispatch later, so its bytes are ready before x's have drained, and
+    # the two reads' bytes drain back to back; y completes 6 ns (the way back) after
+    # its last byte; the add waits for y; the store (dispatched long before) waits for
+    # the add, then pays its way out, its drain and the access. Hence: one dispatch + 3
+    # drains + a read's and a write's latencies + the add: 39 + 192 + 52 + 46 + 64 =
+    # 393 ns (was 387, when a read paid 46 ns like a write).
     assert 2 * dispatch_ns <= dispatch_ns + drain  # y queues behind x (precondition)
-    expected = dispatch_ns + 2 * (drain + latency) + add_ns + drain
+    expected = dispatch_ns + 3 * drain + read_latency + write_latency + add_ns
+    assert expected == 393
     assert res.kernel_latency_ns == expected
     assert res.metrics["bytes_moved"] == pes * 3 * n * 4
     cycles = 3 * dispatch_dma + cost.fixed_per_cmd_cycles
     cycles += MathCmd("add", (tile, tile), tile).logical_bytes * cost.byte_cycles_recip
     assert res.metrics["dispatch_cycles_total"] == pes * cycles
-    # busy time / latency: DMA holds x and y in flight back to back, then the store
+    # busy time / latency: DMA has x and y in flight from x's issue to y's end, then the
+    # store: 52 + 2 drains, then 46 + a drain
     util = {k: res.metrics[f"{k}_utilization"] for k in ("cpu", "dma", "gemm", "math")}
     assert util == {
         "cpu": cycles / cost.clock_freq_ghz / expected,
-        "dma": (3 * drain + 2 * latency) / expected,
+        "dma": (3 * drain + read_latency + write_latency) / expected,
         "gemm": 0.0,
         "math": add_ns / expected,
     }
