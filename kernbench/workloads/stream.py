@@ -176,4 +176,6 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "busiest_link_utilization": link_util,
         # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
         "install_latency_ns": src.install_latency_ns,
+        # ... and the bytes of the install messages the host sent for it (0 under PA).
+        "install_bytes": src.install_bytes,
     }
