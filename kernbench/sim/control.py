@@ -15,10 +15,11 @@ with its segments (ADR-0011's case for LA's lighter installs). Timing model: eve
 link a message crosses costs its latency plus ``size / bandwidth`` at that link's own
 bandwidth (the graph's: PCIe for Host -> PCIE_EP, ``ctrl_bw_gbs`` for the three
 control links, the PE-NOC link for NOC -> endpoint), store and forward: a link hands
-the whole message on before the next link starts. Links do not serialise control
-messages (two messages cross one link side by side); components do (one message at a
-time, for its processing time only). The NOC is a transit node with no processing
-time. So one message of ``S`` bytes, alone, lands after
+the whole message on before the next link starts (a control CPU acts on a whole
+message; the NOC is taken alike, so every hop costs the same two terms). Links do not
+serialise control messages (two messages cross one link side by side); components do
+(one message at a time, for its processing time only). The NOC is a transit node with
+no processing time. So one message of ``S`` bytes, alone, lands after
 
     sum over its 5 links of (latency + S / bw) + the 4 components' processing
 
@@ -146,13 +147,13 @@ class Component:
         self.handled = 0
         env.process(self._serve())
 
-    def send(self, msg: ControlMsg, transit_ns: float) -> None:
-        """Deliver ``msg`` into this inbox after its transit over the link(s) to it
-        (nothing holds the links: messages in transit do not queue)."""
-        self.env.process(self._deliver(msg, transit_ns))
+    def send(self, msg: ControlMsg, delay_ns: float) -> None:
+        """Deliver ``msg`` into this inbox after its transit over the link(s) to it,
+        ``delay_ns`` (nothing holds the links: messages in transit do not queue)."""
+        self.env.process(self._deliver(msg, delay_ns))
 
-    def _deliver(self, msg: ControlMsg, transit_ns: float) -> Generator[Any, Any, None]:
-        yield self.env.timeout(transit_ns)
+    def _deliver(self, msg: ControlMsg, delay_ns: float) -> Generator[Any, Any, None]:
+        yield self.env.timeout(delay_ns)
         yield self.inbox.put(msg)
 
     def _serve(self) -> Generator[Any, Any, None]:
