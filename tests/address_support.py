@@ -9,20 +9,33 @@ from tests.support import make_cfg, make_system
 KIB4 = 4096
 
 
-def one_message_ns(cfg, endpoint: str = "mmu") -> float:
-    """One install message with no queueing, by hop (DESIGN §3.3, control.py): host ->
-    PCIE_EP (PCIe link), PCIE_EP, -> IO_CPU, IO_CPU, -> M_CPU, M_CPU (control links),
-    -> NOC (control link), -> the PE endpoint (PE-NOC link), PE_MMU or PE_DMA."""
+def message_bytes(cfg, endpoint: str = "mmu", entries: int = 0) -> int:
+    """An install message's size (DESIGN §13.1): the header and one entry per page
+    (VA: PE_MMU is the endpoint) or per segment (LA: PE_DMA)."""
+    ctl = cfg.topology.control
+    entry = ctl.pte_bytes if endpoint == "mmu" else ctl.baaw_segment_bytes
+    return ctl.msg_header_bytes + entries * entry
+
+
+def one_message_ns(cfg, endpoint: str = "mmu", entries: int = 0) -> float:
+    """One install message carrying ``entries`` pages or segments, with no queueing, by
+    hop (DESIGN §3.3, §13.1, control.py): each link costs its latency plus the message's
+    size over its bandwidth. Host -> PCIE_EP (PCIe link), PCIE_EP, -> IO_CPU, IO_CPU,
+    -> M_CPU, M_CPU (control links), -> NOC (control link), -> the PE endpoint (PE-NOC
+    link), PE_MMU or PE_DMA."""
     lk, ctl = cfg.topology.links, cfg.topology.control
     end = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
     hops = lk.pcie_latency_ns + 3 * lk.ctrl_latency_ns + lk.pe_noc_latency_ns
+    size = message_bytes(cfg, endpoint, entries)
+    drains = size / lk.pcie_bw_gbs + 3 * size / lk.ctrl_bw_gbs + size / lk.pe_noc_bw_gbs
     return (
-        hops + ctl.pcie_ep_processing_ns + ctl.io_cpu_processing_ns + ctl.m_cpu_processing_ns + end
+        hops
+        + drains
+        + ctl.pcie_ep_processing_ns
+        + ctl.io_cpu_processing_ns
+        + ctl.m_cpu_processing_ns
+        + end
     )
-
-
-# 1005 ns on the default topology (both endpoints take 10 ns)
-ONE_MESSAGE_NS = one_message_ns(make_cfg())
 
 
 def model_cfg(model: str, one_to_one: bool = False, **kw: object):

@@ -24,7 +24,7 @@ from kernbench.config.schema import AddressConfig, AddressModel, HbmMappingMode
 from kernbench.config.validate import validate
 from kernbench.errors import AddressFault, AllocationError, ConfigError
 from kernbench.sim.control import BaawSegmentInstallMsg, BaawSegmentUninstallMsg
-from tests.address_support import KIB4, ONE_MESSAGE_NS, deploy_all, launch_reads, model_cfg
+from tests.address_support import KIB4, deploy_all, launch_reads, model_cfg, one_message_ns
 from tests.support import make_cfg, make_system
 
 OUT = BACK = 2 + 4  # dma->router->hbm, and hbm->router->dma on the twin links
@@ -88,7 +88,10 @@ def test_bandwidth_equivalence_of_both_modes_on_the_same_workload():
     assert rows[True].pop("busiest_link") == "sip0.cube0.pe0.ch_r0<->sip0.cube0.hbm_ctrl"
     assert rows[False].pop("busiest_link") == "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
     assert rows[True] == rows[False]
-    assert rows[True]["install_latency_ns"] == ONE_MESSAGE_NS
+    # two PEs hold the tensor: one message of 2 segments, 16 + 2 x 32 = 80 B, in either
+    # mode: 1005 + 80 x 53/128 = 1038.125 ns
+    assert rows[True]["install_latency_ns"] == one_message_ns(cfg, "dma", 2) == 1038.125
+    assert rows[True]["install_bytes"] == 80
 
 
 def test_one_to_one_per_channel_contention_is_modelled():
@@ -165,7 +168,10 @@ def test_kernel_code_is_unchanged_across_models_and_modes():
 def test_baaw_segment_install_and_uninstall():
     system, ctx, src = deploy_all("la", one_to_one=True)
     (msg,) = system.control.log
-    assert isinstance(msg, BaawSegmentInstallMsg) and msg.latency_ns == ONE_MESSAGE_NS
+    # one segment per shard: 16 + 16 x 32 = 528 B, 1005 + 528 x 53/128 = 1223.625 ns
+    one = one_message_ns(system.cfg, "dma", 16)
+    assert isinstance(msg, BaawSegmentInstallMsg) and msg.latency_ns == one == 1223.625
+    assert msg.entries == 16 and src.install_bytes == msg.sent_bytes == 528
     assert src.la_base == LA_BASE and src.va_base is None
     chunk = (1 << 20) // 16  # 64 KiB shards, already stripe- and page-aligned
     for pe in (0, 15):
@@ -181,7 +187,7 @@ def test_baaw_segment_install_and_uninstall():
     del src
     gc.collect()
     assert isinstance(system.control.log[-1], BaawSegmentUninstallMsg)
-    assert system.control.log[-1].latency_ns == ONE_MESSAGE_NS
+    assert system.control.log[-1].latency_ns == one  # the same 16 segments
     assert all(not b.segments for b in system.address.baaws.values())
     assert system.address.la_spaces[0].free_blocks == [(LA_BASE, LA_SIZE)]
     with pytest.raises(AddressFault, match=rf"sip0.cube0.pe0.dma.baaw: LA {ptr:#x} is outside"):

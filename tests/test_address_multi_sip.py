@@ -17,12 +17,11 @@ from kernbench.errors import AddressFault
 from kernbench.runtime import DPPolicy
 from tests.address_support import (
     KIB4,
-    ONE_MESSAGE_NS,
     launch_reads,
     model_cfg,
     one_message_ns,
 )
-from tests.support import make_system
+from tests.support import make_cfg, make_system
 
 ENDPOINT = {"va": "mmu", "la": "dma"}
 
@@ -45,8 +44,10 @@ def test_sharded_install_on_both_sips_lands_once_on_every_pe(model):
     assert msg.target_sips == (0, 1) and msg.target_cubes is None
     assert [system.control.pe_end[pe.index].handled for pe in system.graph.pes] == [1] * 32
     assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 1, 1]
-    # each SIP's copy goes host -> its own PCIE_EP -> IO_CPU -> its own cubes, in parallel
-    assert t.install_latency_ns == msg.latency_ns == one_message_ns(cfg, ENDPOINT[model])
+    # each SIP's copy goes host -> its own PCIE_EP -> IO_CPU -> its own cubes, in
+    # parallel; 32 one-page shards: 32 PTEs (VA) or 32 segments (LA)
+    one = one_message_ns(cfg, ENDPOINT[model], 32)
+    assert t.install_latency_ns == msg.latency_ns == one
     # every PE reaches every shard, in its own SIP and in the other one
     first, last = system.graph.pes[0], system.graph.pes[31]
     for pe, shard in ((first, 31), (last, 0), (last, 17)):
@@ -64,7 +65,7 @@ def test_sharded_install_on_one_sip_reaches_only_that_sip(model):
     handled = [system.control.pe_end[pe.index].handled for pe in system.graph.pes]
     assert handled == [1] * 16 + [0] * 16
     assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 0, 0]
-    assert t.install_latency_ns == one_message_ns(cfg, ENDPOINT[model])
+    assert t.install_latency_ns == one_message_ns(cfg, ENDPOINT[model], 16)  # 16 shards
     # a SIP 1 PE has no mapping: its pointer is no PA either (4 GiB into pe0's HBM)
     with pytest.raises(AddressFault, match="sip1.cube0.pe0"):
         system.address.resolve(system.graph.pes[16], t.shard_ptr(0), 64)
@@ -82,7 +83,8 @@ def test_replicate_on_two_sips_installs_per_cube_and_each_sip_queues_its_own(mod
         ((1,), [(1, 0)]),
         ((1,), [(1, 1)]),
     ]
-    one = one_message_ns(cfg, ENDPOINT[model])
+    # each cube's copy: 8 shards of 128 KiB, 8 x 32 = 256 pages (VA) or 8 segments (LA)
+    one = one_message_ns(cfg, ENDPOINT[model], 256 if model == "va" else 8)
     ctl = cfg.topology.control
     # per SIP: both cube messages reach PCIE_EP together; PCIE_EP (41 ns) hands the
     # second to IO_CPU while IO_CPU (203 ns) still serves the first, so the second
@@ -124,7 +126,10 @@ def test_stream_runs_on_two_sips(model, active):
     cfg = two_sip_cfg(model, access_bytes=KIB4, bytes_per_pe=16 * KIB4, active_pes=active)
     metrics = simulate.run(cfg).metrics
     assert metrics["active_pe_count"] == (32 if active == "all" else 16)
-    assert metrics["install_latency_ns"] == one_message_ns(cfg, ENDPOINT[model])
+    # the tensor: a 16-page shard on each active PE, one segment each under LA
+    pes = metrics["active_pe_count"]
+    entries = 16 * pes if model == "va" else pes
+    assert metrics["install_latency_ns"] == one_message_ns(cfg, ENDPOINT[model], entries)
     # Each PE reads its own shard, 16 accesses of 4 KiB, 4 in flight (the default), each
     # a round trip (DESIGN §13.1): TLB (VA: 2 ns, paid by every access before it leaves)
     # + 6 out + 40 access + 6 back + 16 drain at 256 GB/s = R = 68 ns (70 under VA).
@@ -151,4 +156,9 @@ def test_kernbench_runs_two_sips(run_app, model):
     assert run.returncode == 0, run.stderr
     [row] = run.ok_rows()
     assert row["topology.n_sips"] == 2 and row["active_pe_count"] == 32
-    assert row["install_latency_ns"] == ONE_MESSAGE_NS  # the default topology
+    # the default topology's links and components; a 16-page shard on each of the 32
+    # PEs: 512 PTEs, 1005 + (16 + 512 x 16) x 53/128 = 4403.625 ns; 32 segments,
+    # 1005 + (16 + 32 x 32) x 53/128 = 1435.625 ns
+    entries = 512 if model == "va" else 32
+    assert row["install_latency_ns"] == one_message_ns(make_cfg(), ENDPOINT[model], entries)
+    assert row["install_latency_ns"] == (4403.625 if model == "va" else 1435.625)

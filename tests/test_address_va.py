@@ -25,10 +25,10 @@ from kernbench.sim.control import MmuMapMsg, MmuUnmapMsg
 from kernbench.sim.system import System
 from tests.address_support import (
     KIB4,
-    ONE_MESSAGE_NS,
     deploy_all,
     launch_reads,
     model_cfg,
+    one_message_ns,
 )
 from tests.support import make_system
 
@@ -54,16 +54,23 @@ def test_mmu_map_and_unmap_traverse_the_fabric_with_their_measured_latency():
     system, ctx, src = deploy_all("va")
     (msg,) = system.control.log
     assert isinstance(msg, MmuMapMsg) and msg.target_sips == (0,)
-    assert src.install_latency_ns == msg.latency_ns == ONE_MESSAGE_NS
-    assert system.env.now == ONE_MESSAGE_NS
+    # one PTE per page: 1 MiB / 4 KiB = 256 pages; 16 + 256 x 16 = 4112 B, over links at
+    # 32, 8, 8, 8 and 128 GB/s: 4112 x 53/128 = 1702.625 ns beside the 1005 ns of
+    # latencies and processing
+    one = one_message_ns(system.cfg, "mmu", (1 << 20) // KIB4)
+    assert msg.entries == 256 and src.install_bytes == msg.sent_bytes == 4112
+    assert src.install_latency_ns == msg.latency_ns == one == 1005 + 1702.625
+    assert system.env.now == one
     # every MMU of both cubes received it (sharded: broadcast to every cube)
     assert all(system.control.pe_end[pe.index].handled == 1 for pe in system.graph.pes)
     assert system.address.mmus[15].mapped_pages == (1 << 20) // KIB4
     del src
     gc.collect()
     unmap = system.control.log[-1]
-    assert isinstance(unmap, MmuUnmapMsg) and unmap.latency_ns == ONE_MESSAGE_NS
-    assert system.env.now == 2 * ONE_MESSAGE_NS
+    # the unmap names the same 256 pages: the same size, the same time
+    assert isinstance(unmap, MmuUnmapMsg) and unmap.latency_ns == one
+    assert unmap.entries == 256 and unmap.sent_bytes == 4112
+    assert system.env.now == 2 * one
     assert all(not mmu.mapped_pages for mmu in system.address.mmus.values())
     assert system.address.va.space.free_blocks == [(VA_BASE, system.address.va.space.size)]
 
@@ -73,11 +80,16 @@ def test_replicate_installs_one_message_per_cube_and_the_components_serialise_th
     t = ctx.deploy(1 << 20, DPPolicy("replicate"))
     a, b = system.control.log
     assert a.target_cubes == frozenset({(0, 0)}) and b.target_cubes == frozenset({(0, 1)})
-    # both leave the host at 0 and reach PCIE_EP at 500; it serves them one at a time:
-    # a 500-540, b 540-580; IO_CPU: a 590-790, b (arrived 630) 790-990;
-    # a: m_cpu0 840-940, +55 -> mmu 995-1005; b: m_cpu1 1040-1140, +55 -> 1195-1205
-    assert a.latency_ns == 1005 and b.latency_ns == 1205
-    assert t.install_latency_ns == 1205
+    # Each cube's copy: 8 shards of 128 KiB = 8 x 32 = 256 pages, 16 + 256 x 16 = 4112 B.
+    # A link costs its latency + 4112 B / its bandwidth: PCIe 500 + 128.5 = 628.5,
+    # a control link 50 + 514 = 564, M_CPU -> NOC -> MMU 564 + 5 + 32.125 = 601.125.
+    # Both reach PCIE_EP at 628.5; it serves them one at a time: a 628.5-668.5, b
+    # 668.5-708.5; IO_CPU: a 1232.5-1432.5, b (arrived 1272.5) 1432.5-1632.5; a: m_cpu0
+    # 1996.5-2096.5, mmu 2697.625-2707.625; b: m_cpu1 2196.5-2296.5, mmu 2897.625-2907.625
+    assert a.sent_bytes == b.sent_bytes == 4112
+    assert a.latency_ns == 2707.625 and b.latency_ns == 2907.625
+    assert t.install_latency_ns == 2907.625
+    assert t.install_bytes == 2 * 4112  # both messages, each counted once
     # local mappings only: the same VA is cube0's PA on PE0 and cube1's PA on PE8
     mmus = system.address.mmus
     assert mmus[0].translate(t.va_base) == t.shards[0].pa

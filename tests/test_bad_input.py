@@ -76,6 +76,26 @@ VALIDATION_CASES = [
     ),
     (["workload.align_offset_bytes=-4"], "workload.align_offset_bytes", "-4 is not >= 0"),
     (["workload.outstanding=0"], "workload.outstanding", "0 is not >= 1"),
+    (  # was capped silently: 16, 32 and 64 in flight gave one time, rows said otherwise
+        ["workload.outstanding=32"],
+        "workload.outstanding",
+        "32 exceeds topology.pe.dma_max_outstanding = 16",
+    ),
+    (
+        ["topology.pe.dma_max_outstanding=2"],
+        "workload.outstanding",
+        "4 exceeds topology.pe.dma_max_outstanding = 2",
+    ),
+    # control messages cost size / bandwidth (DESIGN §13.1): neither may vanish
+    (["topology.links.ctrl_bw_gbs=0"], "topology.links.ctrl_bw_gbs", "0.0 is not > 0"),
+    (["topology.links.ctrl_bw_gbs=-8"], "topology.links.ctrl_bw_gbs", "-8.0 is not > 0"),
+    (["topology.control.msg_header_bytes=0"], "topology.control.msg_header_bytes", "0 is not >= 1"),
+    (["topology.control.pte_bytes=-16"], "topology.control.pte_bytes", "-16 is not >= 1"),
+    (
+        ["topology.control.baaw_segment_bytes=0"],
+        "topology.control.baaw_segment_bytes",
+        "0 is not >= 1",
+    ),
     (
         ["+topology.cube.memory_map.foo=1"],
         "topology.cube.memory_map.foo",
@@ -335,6 +355,13 @@ APP_VALIDATION_CASES = [
         "topology.pe.tcm_bytes=18446744073709551616",
         "topology.pe.tcm_bytes: 18446744073709551616 is outside the 64-bit integers",
     ),
+    (
+        "workload.outstanding=64",
+        "workload.outstanding: 64 exceeds topology.pe.dma_max_outstanding = 16 (the accesses"
+        " a PE's DMA runs at once: raise it, or keep workload.outstanding within it)",
+    ),
+    ("topology.links.ctrl_bw_gbs=0", "topology.links.ctrl_bw_gbs: 0.0 is not > 0"),
+    ("topology.control.pte_bytes=0", "topology.control.pte_bytes: 0 is not >= 1"),
 ]
 
 
@@ -458,6 +485,21 @@ def test_a_sweep_that_selects_no_value_is_one_error_and_writes_nothing(tmp_path)
 
 def test_the_slowest_bandwidth_allowed_is_1_mb_per_s(compose_cfg):
     validate(OmegaConf.to_object(compose_cfg("topology.links.pcie_bw_gbs=0.001")))
+
+
+def test_as_many_in_flight_as_the_dma_takes_is_allowed(compose_cfg):
+    """The limit is inclusive: the DMA runs ``dma_max_outstanding`` accesses at once."""
+    validate(OmegaConf.to_object(compose_cfg("workload.outstanding=16")))
+    validate(
+        OmegaConf.to_object(
+            compose_cfg("workload.outstanding=64", "topology.pe.dma_max_outstanding=64")
+        )
+    )
+
+
+def test_control_message_sizes_of_one_byte_are_allowed(compose_cfg):
+    keys = ("msg_header_bytes", "pte_bytes", "baaw_segment_bytes")
+    validate(OmegaConf.to_object(compose_cfg(*(f"topology.control.{k}=1" for k in keys))))
 
 
 def test_the_slowest_clock_allowed_is_1_mhz(compose_cfg):

@@ -44,7 +44,10 @@ def stream_rows() -> list[tuple[Any, ...]]:
     """Every model x mapping x fabric x pattern x op x shape. Three switches rotate
     over the rows: dispatch cost (free dispatch puts many events at one instant), the
     trace (it takes the DMA engine's general issue) and a DMA engine with fewer slots
-    than the scheduler's queue (the fast path must respect both)."""
+    than the scheduler's queue (the fast path must respect both; the stream then keeps
+    as many accesses in flight as the engine takes, since a deeper ``outstanding`` is
+    refused: DMA slots fewer than ready accesses are
+    :func:`test_dma_slots_fewer_than_ready_accesses`'s)."""
     rows = itertools.product(MODELS, MAPPINGS, FABRICS, PATTERNS, OPS, SHAPES)
     return [(*row, k % 2 == 0, k % 4 < 2, k % 3 == 0) for k, row in enumerate(rows)]
 
@@ -84,7 +87,7 @@ def test_stream_fast_path_equals_general_path(
         model=model,
         fabric=fabric,
         op=op,
-        outstanding=4,
+        outstanding=2 if few_slots else 4,
         pattern=StreamPattern(pattern),
         active_pes=1 if pattern == "local" else 4,
         **SHAPES[shape],
@@ -92,6 +95,45 @@ def test_stream_fast_path_equals_general_path(
     if few_slots:
         cfg.topology.pe.dma_max_outstanding = 2
     assert_same(*run_both(validate(cfg), tmp_path, trace))
+
+
+def fresh_tiles_kernel(pointers: list[list[int]], nbytes: int) -> None:
+    """Program p reads ``nbytes`` at each of ``pointers[p]``, each into a tile of its
+    own: no buffer holds an access back, so only the DMA engine's slots do."""
+    for ptr in pointers[tl.program_id(0)]:
+        tl.load(ptr, (nbytes,), dtype_bytes=1)
+
+
+@pytest.mark.parametrize("trace", [False, True])
+@pytest.mark.parametrize("zero_cost", [True, False])
+@pytest.mark.parametrize("fabric", FABRICS)
+@pytest.mark.parametrize("one_to_one", MAPPINGS)
+@pytest.mark.parametrize("model", MODELS)
+def test_dma_slots_fewer_than_ready_accesses(tmp_path, model, one_to_one, fabric, zero_cost, trace):
+    """4 PEs each with 12 reads ready at once and 2 DMA slots: the fast path issues
+    only into a free slot, as the general path does. Reads alternate over the PE's own
+    shard, the next PE's and the other cube's (contention on the shared links)."""
+    got = []
+    for fast in (True, False):
+        cfg = make_cfg(one_to_one=one_to_one, zero_cost=zero_cost, model=model, fabric=fabric)
+        cfg.topology.pe.dma_max_outstanding = 2
+        cfg.sim = dataclasses.replace(cfg.sim, fast_dma=fast, exec_path=ExecPath.replay)
+        rows: list[tuple[Any, ...]] = []
+
+        def sink(pe, stage, issue, req, begin, done, rows=rows):  # noqa: ANN001 (a TraceSink)
+            rows.append((pe.index, stage.addr, issue, req, begin, done))
+
+        system, ctx = make_system(cfg, oplog=True, trace=sink if trace else None)
+        src = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+        owners = [(p, (p + 1) % 8, p + 8) for p in range(4)]
+        pointers = [
+            [src.shard_ptr(mine[i % 3]) + (i // 3) * 2048 for i in range(12)] for mine in owners
+        ]
+        ends = ctx.launch(fresh_tiles_kernel, system.graph.pes[:4], pointers, 2048)
+        got.append((ends, system.oplog.entries, rows))  # type: ignore[union-attr]
+    assert not trace or got[0][2]
+    assert got[0][1]
+    assert got[0] == got[1]
 
 
 @pytest.mark.parametrize("trace", [False, True])

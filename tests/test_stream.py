@@ -62,19 +62,23 @@ def test_misaligned_stream_moves_the_same_bytes():
     assert m["bytes_moved"] == 2 * 64 * 1024
 
 
-# More buffers in flight than the stream has accesses: every access already has a
-# buffer of its own, so the run is the one with ``outstanding`` = its accesses. It
-# built all of them (2^20 buffers here, about 150 MB; 2^24, drawn by the override
-# fuzz test, took 2.3 GB and 90 s). In a fresh process, for its peak memory alone.
+# More buffers in flight than the stream has accesses: every access (the tail too)
+# already has a buffer of its own, so the run is the one with ``outstanding`` = its
+# accesses. It built all of them (2^20 buffers here, about 150 MB; 2^24, drawn by the
+# override fuzz test, took 2.3 GB and 90 s). The DMA takes 2^20 at once here (a deeper
+# ``outstanding`` than the DMA's is refused: test_bad_input.py), in both runs. In a
+# fresh process, for its peak memory alone.
 HUGE_OUTSTANDING = """
 import dataclasses, json, tracemalloc
 from kernbench import simulate
 from tests.support import make_cfg
 
 rows = {}
-for outstanding in (3, 1 << 20):  # 3 accesses, and a 1 KiB tail
+for outstanding in (4, 1 << 20):  # 4 accesses: 3 of 4 KiB and a 1 KiB tail
     cfg = make_cfg(zero_cost=False, access_bytes=4096, bytes_per_pe=3 * 4096 + 1024,
-                   outstanding=outstanding, op="copy")
+                   op="copy")
+    cfg.topology.pe.dma_max_outstanding = 1 << 20  # simulate.run validates it again
+    cfg.workload.outstanding = outstanding
     cfg.sim = dataclasses.replace(cfg.sim, oplog=True)
     tracemalloc.start()
     result = simulate.run(cfg)

@@ -230,7 +230,7 @@ class LaModel(AddressModelPolicy):
                 for seg in segs:
                     baaw.install(seg) if install else baaw.uninstall(seg.la_base)
 
-            return kind(sips, apply, cubes)
+            return kind(sips, apply, cubes, entries=len(segs))  # one entry per segment
 
         return make
 

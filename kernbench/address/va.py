@@ -243,7 +243,7 @@ class VaModel(AddressModelPolicy):
         tmap = TensorMap(base, span, copies, sharded, name)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            return MmuMapMsg(sips, self._mapper(tmap, pieces), cubes)
+            return MmuMapMsg(sips, self._mapper(tmap, pieces), cubes, entries=self._ptes(pieces))
 
         return tmap, strategy_messages(copies, sharded, make)
 
@@ -252,12 +252,18 @@ class VaModel(AddressModelPolicy):
         self.va.free(tmap.base)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            return MmuUnmapMsg(sips, self._unmapper(tmap, pieces), cubes)
+            unmap = self._unmapper(tmap, pieces)
+            return MmuUnmapMsg(sips, unmap, cubes, entries=self._ptes(pieces))
 
         return strategy_messages(tmap.copies, tmap.sharded, make)
 
     def _pages(self, nbytes: int) -> int:
         return align_up(nbytes, self.layout_unit)
+
+    def _ptes(self, pieces: list[Piece]) -> int:
+        """Page-table entries a message carries: one per page its shards map (what
+        :meth:`_mapper` and :meth:`_unmapper` map and unmap), none for an empty shard."""
+        return sum(self._pages(p.nbytes) // self.layout_unit for p in pieces if p.nbytes)
 
     def _mapper(self, tmap: TensorMap, pieces: list[Piece]):  # noqa: ANN202 (a closure)
         base = tmap.base

@@ -38,6 +38,7 @@ CROSS_FIELD_LIMITS: dict[str, str] = {
     "topology.cube.memory_map.hbm_channel_bytes": "a multiple of interleave_bytes",
     "workload.active_pes": "'all' or 1..total PEs",
     "workload.bytes_per_pe": "<= one PE's HBM",
+    "workload.outstanding": "<= topology.pe.dma_max_outstanding",
     "workload.seq_tokens": "divisible by tile_tokens",
     "workload.query_heads": "divisible by kv_heads",
     "workload.kv_heads": "<= total PEs",

@@ -35,6 +35,7 @@ _STREAM = {
     "busiest_link": TEXT,
     "busiest_link_utilization": NUMBER,
     "install_latency_ns": NUMBER,
+    "install_bytes": NUMBER,
 }
 # What every kernel's run reports of its PEs' engines (kernbench.sim.metrics).
 _ENGINE_USE = {

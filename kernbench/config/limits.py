@@ -64,6 +64,10 @@ AT_LEAST_ONE: tuple[str, ...] = (
     "topology.pe.dma_max_outstanding",
     "topology.pe.composite_buffers",
     "topology.pe.tcm_bytes",
+    # What control messages weigh (a header, an entry): 0 would make their size vanish.
+    "topology.control.msg_header_bytes",
+    "topology.control.pte_bytes",
+    "topology.control.baaw_segment_bytes",
     "workload.access_bytes",
     "workload.bytes_per_pe",
     "workload.outstanding",

@@ -153,13 +153,24 @@ class LinksConfig:
 
 @dataclass
 class ControlConfig:
-    """Per-message processing time of the control-plane components (DESIGN §3.3)."""
+    """The control plane (DESIGN §3.3, §13.1): each component's processing time per
+    message, and what an install message weighs, so that a hop's ``size / bandwidth``
+    grows with what the message carries (:mod:`kernbench.sim.control`).
+
+    A message is ``msg_header_bytes`` plus one entry per page it maps or unmaps
+    (``pte_bytes``: ``MmuMapMsg``, ``MmuUnmapMsg``) or per segment it installs or
+    removes (``baaw_segment_bytes``: ``BaawSegment*Msg``). The defaults' reasons are
+    in ``conf/topology/default.yaml``.
+    """
 
     pcie_ep_processing_ns: float = 40.0
     io_cpu_processing_ns: float = 200.0
     m_cpu_processing_ns: float = 100.0
     mmu_processing_ns: float = 10.0
     dma_processing_ns: float = 10.0
+    msg_header_bytes: int = 16
+    pte_bytes: int = 16
+    baaw_segment_bytes: int = 32
 
 
 @dataclass

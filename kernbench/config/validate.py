@@ -194,6 +194,20 @@ def _access_fits_shard(cfg: KernBenchConfig) -> None:
         )
 
 
+def _outstanding_fits_dma(cfg: KernBenchConfig) -> None:
+    """A stream cannot keep more accesses in flight than its PE's DMA takes at once: a
+    deeper ``outstanding`` was capped silently, so 16, 32 and 64 gave the same time
+    while their rows said otherwise."""
+    outstanding = get_key(cfg, "workload.outstanding")
+    slots = cfg.topology.pe.dma_max_outstanding
+    if outstanding is not ABSENT and outstanding > slots:
+        raise ConfigError(
+            "workload.outstanding",
+            f"{outstanding} exceeds topology.pe.dma_max_outstanding = {slots} (the accesses"
+            " a PE's DMA runs at once: raise it, or keep workload.outstanding within it)",
+        )
+
+
 def _aligned(nbytes: int, align: int) -> int:
     return -(-nbytes // align) * align
 
@@ -451,6 +465,7 @@ RULES: tuple[Rule, ...] = (
     _active_pes,
     _bytes_per_pe_fits,
     _access_fits_shard,
+    _outstanding_fits_dma,
     _gqa_at_least_one,
     _gqa_shape,
     _gqa_fits,

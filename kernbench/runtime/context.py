@@ -74,7 +74,10 @@ class Tensor:
         model = ctx.system.cfg.address.model
         self.va_base = tmap.base if model is AddressModel.va else None
         self.la_base = tmap.base if model is AddressModel.la else None
+        # Set by the deploy: how long its install messages took to land, and the bytes
+        # of those messages as the host sent them (0 and 0 under PA: none are sent).
         self.install_latency_ns = 0.0
+        self.install_bytes = 0
         self._ctx = weakref.ref(ctx)
 
     def shard_ptr(self, i: int) -> int:
@@ -126,6 +129,7 @@ class RuntimeContext:
         shards = [Shard(p.pe, p.offset_bytes, p.nbytes, p.pa) for c in copies for p in c]
         tensor = Tensor(self, name, nbytes, shards, policy, tmap)
         tensor.install_latency_ns = self._deliver(msgs)
+        tensor.install_bytes = sum(m.sent_bytes for m in msgs)
         self._tensors.append(weakref.ref(tensor))
         return tensor
 

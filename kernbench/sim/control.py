@@ -1,4 +1,4 @@
-"""The control plane (DESIGN §3.3): install messages through component inboxes.
+"""The control plane (DESIGN §3.3, §13.1): install messages through component inboxes.
 
 ``MmuMapMsg``, ``MmuUnmapMsg`` and ``BaawSegmentInstallMsg`` / ``BaawSegmentUninstallMsg``
 travel Host -> each target SIP's PCIE_EP -> that SIP's IO_CPU (fan-out to its own target
@@ -8,14 +8,29 @@ a second landing is a routing bug and raises. Each component is a SimPy process 
 (``simpy.Store``): it takes one message at a time, spends its processing time
 (``topology.control.*_processing_ns``) and forwards copies to its children.
 
-Timing model, kept deliberately simple: a hop costs the graph link's latency only —
-a control message is small, so its size over the link bandwidth is ignored and
-links do not serialise control messages; components do (one message at a time).
-The NOC is a transit node with no processing time. With the default topology one
-message lands after 500 + 40 + 50 + 200 + 50 + 100 + 50 + 5 + 10 = 1005 ns.
+A message has a size (:meth:`ControlMsg.size_bytes`): ``msg_header_bytes`` plus one
+entry per page it maps or unmaps (``pte_bytes``) or per segment it installs or removes
+(``baaw_segment_bytes``), so VA's install cost grows with a tensor's pages and LA's
+with its segments (ADR-0011's case for LA's lighter installs). Timing model: every
+link a message crosses costs its latency plus ``size / bandwidth`` at that link's own
+bandwidth (the graph's: PCIe for Host -> PCIE_EP, ``ctrl_bw_gbs`` for the three
+control links, the PE-NOC link for NOC -> endpoint), store and forward: a link hands
+the whole message on before the next link starts (a control CPU acts on a whole
+message; the NOC is taken alike, so every hop costs the same two terms). Links do not
+serialise control messages (two messages cross one link side by side); components do
+(one message at a time, for its processing time only). The NOC is a transit node with
+no processing time. So one message of ``S`` bytes, alone, lands after
+
+    sum over its 5 links of (latency + S / bw) + the 4 components' processing
+
+which on the default topology is 500 + 40 + 50 + 200 + 50 + 100 + 50 + 5 + 10 = 1005 ns
+plus S x (1/32 + 3 x 1/8 + 1/128) = S x 53/128 ns: 1011.625 + 6.625 P ns for a VA
+message of P pages (S = 16 + 16 P), 1011.625 + 13.25 K ns for an LA message of K
+segments (S = 16 + 32 K).
 
 This module moves messages and measures them; what a message *does* on landing is
-the address model's business (the ``apply`` callback it carries).
+the address model's business (the ``apply`` callback it carries), and so is counting
+the entries it carries (``entries``: the model builds it).
 """
 
 from __future__ import annotations
@@ -26,7 +41,8 @@ from typing import Any
 
 import simpy
 
-from kernbench.topology.graph import TopologyGraph
+from kernbench.config.schema import ControlConfig
+from kernbench.topology.graph import Link, TopologyGraph
 from kernbench.topology.names import HOST, PeId, cube_node, sip_node
 
 
@@ -36,12 +52,17 @@ class ControlMsg:
 
     ``target_sips`` limits SIP-level routing (D-VA3); ``target_cubes`` (pairs of
     sip, cube) and ``target_pes`` (global PE indices) narrow it further; None = all.
+    ``entries`` is how many table entries it carries (pages or segments, by kind),
+    which with the header makes its size; ``sent_bytes`` is that size, set when the
+    host sends it.
     """
 
     target_sips: tuple[int, ...]
     apply: Callable[[PeId], None]
     target_cubes: frozenset[tuple[int, int]] | None = None
     target_pes: frozenset[int] | None = None
+    entries: int = 0
+    sent_bytes: int = 0
     sent_ns: float = 0.0
     landed_ns: float = 0.0
     pending: int = 0
@@ -57,24 +78,59 @@ class ControlMsg:
         """Measured end to end: sent by the host until it landed on its last PE."""
         return self.landed_ns - self.sent_ns
 
+    def entry_bytes(self, ctl: ControlConfig) -> int:
+        """Bytes of one of its entries. A bare message has no table behind it: it
+        carries none (its size is its header), and a count of them is a bug."""
+        if self.entries:
+            raise TypeError(f"a bare {self.kind} carries no entries ({self.entries} given)")
+        return 0
+
+    def size_bytes(self, ctl: ControlConfig) -> int:
+        """What it weighs on every link (DESIGN §13.1): the header and its entries."""
+        return ctl.msg_header_bytes + self.entries * self.entry_bytes(ctl)
+
 
 class MmuMapMsg(ControlMsg):
-    """Install VA -> PA page mappings in the target PEs' MMUs (D-VA3)."""
+    """Install VA -> PA page mappings in the target PEs' MMUs (D-VA3): one page-table
+    entry per page it maps."""
+
+    def entry_bytes(self, ctl: ControlConfig) -> int:
+        return ctl.pte_bytes
 
 
 class MmuUnmapMsg(ControlMsg):
-    """Remove a tensor's VA mappings (D-VA4)."""
+    """Remove a tensor's VA mappings (D-VA4): one page-table entry per page it unmaps."""
+
+    def entry_bytes(self, ctl: ControlConfig) -> int:
+        return ctl.pte_bytes
 
 
 class BaawSegmentInstallMsg(ControlMsg):
-    """Register LA segments in the target PEs' BAAW tables (D-LA3)."""
+    """Register LA segments in the target PEs' BAAW tables (D-LA3): one entry each."""
+
+    def entry_bytes(self, ctl: ControlConfig) -> int:
+        return ctl.baaw_segment_bytes
 
 
 class BaawSegmentUninstallMsg(ControlMsg):
-    """Remove LA segments from the target PEs' BAAW tables (D-LA3 step 3)."""
+    """Remove LA segments from the target PEs' BAAW tables (D-LA3 step 3): one entry
+    each, as installed (the table is the install's, read back)."""
+
+    def entry_bytes(self, ctl: ControlConfig) -> int:
+        return ctl.baaw_segment_bytes
 
 
+# A component's children for a message, each with the transit time to its inbox.
 Forward = Callable[[ControlMsg], list[tuple["Component", float]]]
+
+
+def transit_ns(links: tuple[Link, ...], size_bytes: int) -> float:
+    """Time for a message of ``size_bytes`` to cross ``links`` one after the other,
+    each store and forward: its latency, then the whole message at its bandwidth."""
+    total = 0.0
+    for link in links:
+        total += link.latency_ns + size_bytes / link.bw_gbs
+    return total
 
 
 class Component:
@@ -91,12 +147,13 @@ class Component:
         self.handled = 0
         env.process(self._serve())
 
-    def send(self, msg: ControlMsg, latency_ns: float) -> None:
-        """Deliver ``msg`` into this inbox after a link latency."""
-        self.env.process(self._deliver(msg, latency_ns))
+    def send(self, msg: ControlMsg, delay_ns: float) -> None:
+        """Deliver ``msg`` into this inbox after its transit over the link(s) to it,
+        ``delay_ns`` (nothing holds the links: messages in transit do not queue)."""
+        self.env.process(self._deliver(msg, delay_ns))
 
-    def _deliver(self, msg: ControlMsg, latency_ns: float) -> Generator[Any, Any, None]:
-        yield self.env.timeout(latency_ns)
+    def _deliver(self, msg: ControlMsg, delay_ns: float) -> Generator[Any, Any, None]:
+        yield self.env.timeout(delay_ns)
         yield self.inbox.put(msg)
 
     def _serve(self) -> Generator[Any, Any, None]:
@@ -141,6 +198,7 @@ class ControlPlane:
     def send(self, msg: ControlMsg) -> simpy.Event:
         """Host sends ``msg`` now; the returned event fires when it landed on every PE."""
         msg.sent_ns = self.env.now
+        msg.sent_bytes = msg.size_bytes(self.graph.config.control)
         msg.pending = len(self.targets(msg))
         msg.done = self.env.event()
         self.log.append(msg)
@@ -148,8 +206,8 @@ class ControlPlane:
             msg.landed_ns = msg.sent_ns
             msg.done.succeed(msg)
         for s in msg.target_sips:
-            ep = sip_node(s, "pcie_ep")
-            self.pcie_ep[s].send(msg, self.graph.link(HOST, ep).latency_ns)
+            pcie = (self.graph.link(HOST, sip_node(s, "pcie_ep")),)
+            self.pcie_ep[s].send(msg, transit_ns(pcie, msg.sent_bytes))
         return msg.done
 
     def targets(self, msg: ControlMsg) -> list[PeId]:
@@ -157,39 +215,41 @@ class ControlPlane:
         return [pe for pe in self.graph.pes if _wants(msg, pe)]
 
     def _to_io(self, s: int) -> Forward:
-        link = self.graph.link(sip_node(s, "pcie_ep"), sip_node(s, "io_cpu"))
-        return lambda msg: [(self.io_cpu[s], link.latency_ns)]
+        links = (self.graph.link(sip_node(s, "pcie_ep"), sip_node(s, "io_cpu")),)
+        return lambda msg: [(self.io_cpu[s], transit_ns(links, msg.sent_bytes))]
 
     def _to_cubes(self, s: int) -> Forward:
         """IO_CPU -> the M_CPUs of its own SIP's target cubes (never another SIP's: each
         target SIP's IO_CPU gets its own copy from the host)."""
         io_cpu = sip_node(s, "io_cpu")
         cubes = [(c, m_cpu) for (sip, c), m_cpu in sorted(self.m_cpu.items()) if sip == s]
-        latency = {c: self.graph.link(io_cpu, m_cpu.name).latency_ns for c, m_cpu in cubes}
+        links = {c: (self.graph.link(io_cpu, m_cpu.name),) for c, m_cpu in cubes}
 
         def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
             wanted = msg.target_cubes
-            return [(m, latency[c]) for c, m in cubes if wanted is None or (s, c) in wanted]
+            return [
+                (m, transit_ns(links[c], msg.sent_bytes))
+                for c, m in cubes
+                if wanted is None or (s, c) in wanted
+            ]
 
         return forward
 
     def _to_pes(self, s: int, c: int) -> Forward:
-        """M_CPU -> NOC -> PE endpoint: the two link latencies, no NOC processing."""
+        """M_CPU -> NOC -> PE endpoint: two links one after the other, no NOC processing."""
         noc = cube_node(s, c, "noc")
-        to_noc = self.graph.link(cube_node(s, c, "m_cpu"), noc).latency_ns
+        to_noc = self.graph.link(cube_node(s, c, "m_cpu"), noc)
         pes = [pe for pe in self.graph.pes if (pe.sip, pe.cube) == (s, c)]
+        links = {pe.index: (to_noc, self.graph.link(noc, pe.node(self._endpoint))) for pe in pes}
 
         def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
             return [
-                (self.pe_end[pe.index], to_noc + self._hop(noc, pe))
+                (self.pe_end[pe.index], transit_ns(links[pe.index], msg.sent_bytes))
                 for pe in pes
                 if _wants(msg, pe)
             ]
 
         return forward
-
-    def _hop(self, noc: str, pe: PeId) -> float:
-        return self.graph.link(noc, pe.node(self._endpoint)).latency_ns
 
     def _land(self, pe: PeId) -> Forward:
         def land(msg: ControlMsg) -> list[tuple[Component, float]]:

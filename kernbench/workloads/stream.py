@@ -23,6 +23,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from kernbench import tl
+from kernbench.commands import DmaReadCmd, DmaWriteCmd
 from kernbench.config.schema import StreamOp, StreamWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
 from kernbench.sim.metrics import LaunchUsage, jain_index, spread
@@ -42,7 +43,13 @@ def stream_kernel(
     owners: patterns.Owners,
 ) -> None:
     """Program ``pid`` walks the shard of ``owners[pid]`` (one PE index for every
-    access, or a list with one per access); copies write the same owner's ``dst``."""
+    access, or a list with one per access); copies write the same owner's ``dst``.
+
+    ``outstanding`` bounds the accesses in flight because they rotate over that many
+    buffers and a DMA owns its buffer until it completes: access ``i`` waits for access
+    ``i - outstanding`` (PE_SCHEDULER's hazards on a reused tile). The tail (the last
+    ``total_bytes % access_bytes`` bytes) is one more access of the rotation, in its
+    slot's buffer, so it is held like the others."""
     pid = tl.program_id(0)
     mine = owners[pid]
     per_access = isinstance(mine, list)
@@ -51,7 +58,8 @@ def stream_kernel(
     full, tail = divmod(total_bytes, access_bytes)
     # One buffer per access at most: more are never used (and a huge ``outstanding``
     # over a short stream cost gigabytes of buffers).
-    bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(min(outstanding, full))]
+    accesses = full + (1 if tail else 0)
+    bufs = [tl.zeros((access_bytes,), dtype_bytes=1) for _ in range(min(outstanding, accesses))]
     reads, copies = op is not StreamOp.write, op is StreamOp.copy
     shape = (access_bytes,)
     for i in range(full):  # the hot loop of every stream run: kept minimal
@@ -65,15 +73,18 @@ def stream_kernel(
         else:
             tl.store(src_at[owner] + offset, buf)
     if tail:
+        # Access ``full``, in its slot's buffer: it moves ``tail`` bytes, the front of
+        # the buffer (tl.load and tl.store move a whole tile, so the commands are built
+        # here).
         owner = mine[full] if per_access else mine
         offset = full * access_bytes
-        buf = tl.zeros((tail,), dtype_bytes=1)
+        buf = bufs[full % outstanding]
         if reads:
-            tl.load(src_at[owner] + offset, (tail,), 1, buf)
+            tl.emit(DmaReadCmd(src_at[owner] + offset, tail, buf))
             if copies:
-                tl.store(dst_at[owner] + offset, buf)
+                tl.emit(DmaWriteCmd(buf, dst_at[owner] + offset, tail))
         else:
-            tl.store(src_at[owner] + offset, buf)
+            tl.emit(DmaWriteCmd(buf, src_at[owner] + offset, tail))
 
 
 def _pointers(t: Tensor) -> list[int]:
@@ -183,4 +194,6 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "busiest_link_utilization": link_util,
         # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
         "install_latency_ns": src.install_latency_ns,
+        # ... and the bytes of the install messages the host sent for it (0 under PA).
+        "install_bytes": src.install_bytes,
     }
