@@ -51,17 +51,19 @@ def most_in_flight(by_cmd) -> int:
 
 def test_with_one_in_flight_the_tail_waits_for_access_2(tmp_path):
     """PA, no dispatch cost, one PE reading 3 x 64 KiB + 100 B of its own HBM, one in
-    flight. An access alone: dma->router 2 + router->HBM 4 + 65536 / 256 GB/s + HBM 40
-    = 302 ns, so access k runs [302 k, 302 (k+1)]. The tail waits for access 2's
-    buffer: [906, 906 + 46 + 100 / 256] = [906, 952.390625] (it was issued at 604,
-    beside access 2)."""
+    flight. An access alone is a round trip (DESIGN §13.1): dma->router 2 + router->HBM
+    4 out, HBM 40, 6 back, then 65536 / 256 GB/s = 308 ns, so access k runs
+    [308 k, 308 (k+1)]. The tail waits for access 2's buffer: [924, 924 + 52 + 100 /
+    256] = [924, 976.390625] (it was issued beside access 2)."""
     m, acc = traced(
         tmp_path, access_bytes=KIB64, bytes_per_pe=3 * KIB64 + TAIL, active_pes=1, outstanding=1
     )
+    trip = 6 + 40 + 6  # out, access, back
+    access = trip + KIB64 / 256
     assert list(acc["nbytes"]) == [KIB64] * 3 + [TAIL]
-    assert list(acc["issue"]) == [0, 302, 604, 906]
-    assert list(acc["end"]) == [302, 604, 906, 952.390625]
-    assert m["sim_time_ns"] == 952.390625
+    assert list(acc["issue"]) == [0, access, 2 * access, 3 * access] == [0, 308, 616, 924]
+    assert list(acc["end"]) == [308, 616, 924, 3 * access + trip + TAIL / 256]
+    assert m["sim_time_ns"] == 976.390625
     assert m["bytes_moved"] == 3 * KIB64 + TAIL
 
 
