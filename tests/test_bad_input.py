@@ -140,8 +140,10 @@ VALIDATION_CASES = [
         # B: 2^31 + 4096 = 2147487744 B
         ["workload.bytes_per_pe=2147483648", "workload.align_offset_bytes=256"],
         "workload.bytes_per_pe",
-        "2147483648 + workload.align_offset_bytes 256, on 4096-byte alignment = 2147487744,"
-        " exceeds a PE's HBM: 8 channels x 268435456 bytes = 2147483648",
+        "2147483648 + workload.align_offset_bytes 256, on 4096-byte alignment (whole"
+        " topology.pe_mmu.page_size pages and topology.cube.memory_map.interleave_bytes x"
+        " channels-per-PE stripes) = 2147487744, exceeds a PE's HBM: 8 channels x 268435456"
+        " bytes = 2147483648",
     ),
     (  # fuzz: the allocator's error named no key. A KV head's group is 8 / 2 = 4 query
         # heads; 4 x 2^20 tokens = 2^22 rows x 128 x 2 B = 2^30 B for each of Q and O,
@@ -149,8 +151,24 @@ VALIDATION_CASES = [
         ["workload=gqa_opt2", "workload.query_tokens=1048576"],
         "workload.query_tokens",
         "Q and O (4194304 rows x 128 x 2 B = 1073741824 B each) and K and V (2048 tokens x"
-        " 128 x 2 B = 524288 B each), on 4096-byte alignment = 2148532224 B, exceed a PE's"
-        " HBM: 8 channels x 268435456 bytes = 2147483648",
+        " 128 x 2 B = 524288 B each), on 4096-byte alignment (whole topology.pe_mmu.page_size"
+        " pages and topology.cube.memory_map.interleave_bytes x channels-per-PE stripes) ="
+        " 2148532224 B, exceed a PE's HBM: 8 channels x 268435456 bytes = 2147483648",
+    ),
+    (  # fuzz: a huge interleave granule named only the token keys. On topology=small
+        # (8 channels per PE) the stripe is 8 x 2^28 = 2^31 B, so each of the 4 tensors
+        # takes a whole 2^31 B PE's HBM: 2^33 B. The line names what sets the alignment
+        [
+            "topology=small",
+            "workload=gqa_opt2",
+            "workload.seq_tokens=256",
+            "workload.tile_tokens=128",
+            "workload.head_dim=16",
+            "topology.cube.memory_map.interleave_bytes=268435456",
+        ],
+        "workload.seq_tokens",
+        "on 2147483648-byte alignment (whole topology.pe_mmu.page_size pages and"
+        " topology.cube.memory_map.interleave_bytes x channels-per-PE stripes) = 8589934592 B",
     ),
     (  # fuzz: a huge element named only the token keys. K and V: 2048 x 128 x 2^18 B =
         # 2^36 B each, past 2^31 whatever the token counts; the line names dtype_bytes
@@ -161,7 +179,9 @@ VALIDATION_CASES = [
     (  # op=copy: src and dst, each 2^30 + 1 B on 4096 B: 2 x (2^30 + 4096) = 2147491840
         ["workload.op=copy", "workload.bytes_per_pe=1073741825"],
         "workload.bytes_per_pe",
-        "1073741825 x 2 tensors (op=copy: src and dst), on 4096-byte alignment = 2147491840,",
+        "1073741825 x 2 tensors (op=copy: src and dst), on 4096-byte alignment (whole"
+        " topology.pe_mmu.page_size pages and topology.cube.memory_map.interleave_bytes x"
+        " channels-per-PE stripes) = 2147491840,",
     ),
     (  # drains would outlast any time a run states (1e-300 gave sim_time_ns 1e303)
         ["topology.cube.memory_map.hbm_channel_bw_gbs=1e-300"],

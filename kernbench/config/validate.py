@@ -212,6 +212,15 @@ def _aligned(nbytes: int, align: int) -> int:
     return -(-nbytes // align) * align
 
 
+# What sets the HBM allocator's alignment (kernbench.config.schema.hbm_alignment), named
+# wherever an error counts it: a huge page or stripe can be the reason a tensor does
+# not fit, and the error must name the key to change.
+ALIGNMENT_KEYS = (
+    "whole topology.pe_mmu.page_size pages and"
+    " topology.cube.memory_map.interleave_bytes x channels-per-PE stripes"
+)
+
+
 def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
     """A stream's tensors must fit in the HBM of the PE that holds them: per PE, each
     tensor (src; and dst for ``op=copy``) is ``bytes_per_pe + align_offset_bytes``,
@@ -229,7 +238,11 @@ def _bytes_per_pe_fits(cfg: KernBenchConfig) -> None:
     if need > pe_hbm_bytes(cfg):
         what = f"{value}" if not offset else f"{value} + workload.align_offset_bytes {offset}"
         copies = " x 2 tensors (op=copy: src and dst)" if tensors == 2 else ""
-        placed = f"{what}{copies}, on {align}-byte alignment = {need}," if need != value else what
+        placed = (
+            f"{what}{copies}, on {align}-byte alignment ({ALIGNMENT_KEYS}) = {need},"
+            if need != value
+            else what
+        )
         raise ConfigError(
             "workload.bytes_per_pe",
             f"{placed} exceeds a PE's HBM: {mm.hbm_channels_per_pe} channels x"
@@ -313,7 +326,8 @@ def _gqa_fits(cfg: KernBenchConfig) -> None:
             key,
             f"Q and O ({rows} rows x {w.head_dim} x {w.dtype_bytes} B = {q_bytes} B each) and"
             f" K and V ({w.seq_tokens} tokens x {w.head_dim} x {w.dtype_bytes} B = {kv_bytes}"
-            f" B each), on {align}-byte alignment = {need} B, exceed a PE's HBM:"
+            f" B each), on {align}-byte alignment ({ALIGNMENT_KEYS}) = {need} B, exceed a"
+            " PE's HBM:"
             f" {mm.hbm_channels_per_pe} channels x {mm.hbm_channel_bytes} bytes ="
             f" {pe_hbm_bytes(cfg)} (rows: workload.query_heads / workload.kv_heads x"
             " workload.query_tokens; tokens: workload.seq_tokens; each x workload.head_dim"
