@@ -118,6 +118,12 @@ def test_a_neighbor_copy_reads_back_and_writes_out_on_the_two_directions_of_its_
     assert m["sim_time_ns"] == simulated == 9780
     assert bound + REMOTE + ACCESS < m["sim_time_ns"] < 2 * MIB / PE_NOC
     assert m["bytes_moved"] == 16 * 2 * MIB
+    # The pattern's peak: every resource it loads is busy 8192 ns at most (the target's
+    # HBM: 2 MiB at 256; PE->NOC: the writes' 1 MiB at 128; NOC->PE: the reads' 1 MiB
+    # at 128), so 16 PEs' 32 MiB over 8192 ns: 4096 GB/s (with both directions on
+    # PE->NOC it would be 2048).
+    assert m["peak_pattern_bw_gbs"] == 16 * 2 * MIB / bound == 4096
+    assert m["bw_efficiency"] == 16 * 2 * MIB / 9780 / 4096
 
 
 class Stage:
