@@ -8,6 +8,7 @@ one can meet another sweep's results).
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -100,6 +101,45 @@ def test_resume_keeps_the_rows_there_and_runs_only_the_others(tmp_path):
     assert other.returncode == 1
     [line] = error_lines(other.stderr)
     assert "holds another grid's sweep" in line
+
+
+def test_resume_keeps_no_row_of_another_grid(tmp_path):
+    """Issue 36: with the records deleted (or another sweep's table copied in), resume
+    met another grid's ok rows under this grid's job numbers and kept them all. A row
+    is kept only when its configuration (its config hash) is its point's: here none
+    is, so all four points run, the summary says four rows were dropped and why, and
+    the table holds this grid's rows."""
+    out = tmp_path / "sweep"
+    first = (*SMALL[:-1], "workload.access_bytes=512,8192", "traffic=local,uniform")
+    assert sweep(tmp_path, out, *first, "cache=false").returncode == 0
+    shutil.rmtree(out / ".hydra")
+    second = (*SMALL[:-1], "workload.access_bytes=1024,4096", "traffic=hotspot,neighbor")
+    resumed = sweep(tmp_path, out, *second, "cache=false", "hydra.sweeper.resume=true")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    said = resumed.stdout + resumed.stderr
+    assert (
+        "Resuming: 0 of 4 points kept from " in said
+        and "; 4 rows dropped (4 whose configuration is not their point's)" in said
+    ), said[-2000:]
+    after = rows(out)
+    assert sorted((r["workload.access_bytes"], r["workload.pattern"]) for r in after) == [
+        (1024, "hotspot"), (1024, "neighbor"), (4096, "hotspot"), (4096, "neighbor"),
+    ]  # fmt: skip
+    assert all(r["status"] == "ok" for r in after)
+
+
+def test_resume_keeps_a_row_whose_configuration_is_its_points(tmp_path):
+    """The same grid, records deleted: every row is its point's, so all are kept and
+    nothing runs again."""
+    out = tmp_path / "sweep"
+    assert sweep(tmp_path, out, *GRID, "cache=false").returncode == 0
+    before = rows(out)
+    shutil.rmtree(out / ".hydra")
+    resumed = sweep(tmp_path, out, *GRID, "cache=false", "hydra.sweeper.resume=true")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    said = resumed.stdout + resumed.stderr
+    assert "Resuming: 4 of 4 points kept from " in said and "dropped" not in said
+    assert rows(out) == before  # kept as they were, wall times included
 
 
 def test_a_second_sweep_into_a_directory_being_written_is_refused(tmp_path):

@@ -5,10 +5,11 @@ issued (after any translation delay), when its bytes set out on their path
 (``start_ns``: from the DMA for a write; from the memory for a read, whose request went
 out and was served first, DESIGN §13.1: the reservation model's booked start; under
 fair sharing, when its bytes began to drain less their path's latency, the same instant
-for a request alone on its links) and when it completed; the PE, the command id, the address model, the logical address of the
-access (PA, VA or LA), the request's PA, channel (-1 for an aggregate request),
-router node and bytes. Rows are buffered in columns and written in batches with
-``pyarrow.parquet.ParquetWriter``, so a long run never holds every row in memory.
+for a request alone on its links) and when it completed; the PE, the command id, the
+address model, the logical address of the access (PA, VA or LA), the request's PA,
+channel (-1 for an aggregate request), router node and bytes. Rows are buffered in
+columns and written in batches with ``pyarrow.parquet.ParquetWriter``, so a long run
+never holds every row in memory.
 The file is written beside the final name and renamed on close, so a crashed run
 leaves no trace that looks complete.
 """

@@ -12,7 +12,8 @@ sweep writes anything there, :func:`claimed`
   (``.hydra/points.yaml``, every point's overrides by job number): another grid is
   refused; the same grid reruns (the point cache serves what is done), or with
   ``hydra.sweeper.resume=true`` keeps the rows ``results.parquet`` already holds
-  (:func:`kept_rows`) and runs only the other points.
+  (:func:`kept_rows`) whose configuration is their point's, and runs only the other
+  points.
 
 Each refusal is one line naming ``hydra.sweep.dir`` and exit 1, before anything is
 written.
@@ -24,7 +25,7 @@ import contextlib
 import fcntl
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,22 +101,60 @@ def stored_grid(sweep_dir: Path) -> list[list[str]] | None:
     return [list(points[num]["overrides"]) for num in sorted(points)]
 
 
-def kept_rows(sweep_dir: Path) -> dict[int, dict[str, Any]]:
-    """The ok rows of the directory's ``results.parquet`` made by this code (same
-    version and commit), by job number: what ``resume=true`` keeps. A row from other
-    code, an error row (a stop, a timeout, a fault since fixed) and a point with no
-    row run again."""
+class Resumed:
+    """What ``resume=true`` keeps of a directory's ``results.parquet``: the rows by job
+    number, and how many it dropped, by reason (the summary line says them)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, dict[str, Any]] = {}
+        self.dropped: dict[str, int] = {}
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def summary(self) -> str:
+        """``; 4 rows dropped (4 whose configuration is not their point's)``, or ``""``."""
+        if not self.dropped:
+            return ""
+        total = sum(self.dropped.values())
+        reasons = ", ".join(f"{n} {why}" for why, n in self.dropped.items())
+        return f"; {total} row{'s' if total != 1 else ''} dropped ({reasons})"
+
+
+# Why a row is not kept (Resumed.dropped): each runs its point again.
+OTHER_CODE = "made by other code"
+NOT_OK = "not ok"
+NO_POINT = "for no point of this sweep"
+OTHER_CONFIG = "whose configuration is not their point's"
+
+
+def kept_rows(sweep_dir: Path, config_hashes: Callable[[int], str | None]) -> Resumed:
+    """The ok rows of the directory's ``results.parquet`` that ``resume=true`` keeps, by
+    job number: made by this code (same version and commit), for a point of this sweep,
+    and holding that point's configuration (``config_hashes(num)``: the hash a row of
+    the point would carry, None if it does not build; asked only for candidates, as
+    building a point's config costs milliseconds). A row from other code or another
+    grid (a table copied in, records deleted), an error row (a stop, a timeout, a
+    fault since fixed) and a point with no row run again."""
+    resumed = Resumed()
     path = sweep_dir / MERGED_FILE
     if not path.exists():
-        return {}
+        return resumed
     version, commit = kernbench.__version__, git_commit()
-    kept = {}
     for row in pq.read_table(path).to_pylist():
-        if (
-            row.get("status") == STATUS_OK
-            and row.get("kernbench_version") == version
-            and row.get("git_commit") == commit
-            and row.get("job_num") is not None
-        ):
-            kept[row["job_num"]] = row
-    return kept
+        num = row.get("job_num")
+        if row.get("status") != STATUS_OK:
+            resumed.drop(NOT_OK)
+        elif row.get("kernbench_version") != version or row.get("git_commit") != commit:
+            resumed.drop(OTHER_CODE)
+        elif num is None or num in resumed.rows:
+            resumed.drop(NO_POINT)
+        else:
+            expected = config_hashes(num)
+            if expected is None:
+                resumed.drop(NO_POINT)
+            elif row.get("config_hash") != expected:
+                resumed.drop(OTHER_CONFIG)
+            else:
+                resumed.rows[num] = row
+    return resumed

@@ -39,8 +39,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench import job
 from kernbench.errors import ConfigError
+from kernbench.results import config_hash
 from kernbench.sweep import typed
-from kernbench.sweep.plan import Point, apply_values, point_config
+from kernbench.sweep.plan import Plan, Point, apply_values, point_config
 
 if TYPE_CHECKING:
     from kernbench.job import Prepared
@@ -379,3 +380,24 @@ def run_hydra_job(chunk: Chunk, point: Point, task: Any, context: Any) -> PointR
 
 def _since(start: float) -> float:
     return time.perf_counter() - start
+
+
+def point_hashes(plan: Plan) -> Callable[[int], str | None]:
+    """The config hash a row of each point would carry (its validated, flattened
+    config's), by job number; None for a point not in ``plan`` or whose config does not
+    build or validate (its run reports that). What resume checks a kept row against."""
+    points = {p.num: p for p in plan.points}
+
+    def of(num: int) -> str | None:
+        point = points.get(num)
+        if point is None:
+            return None
+        quiet = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                _, columns = job.prepare(plan.task_config(point))
+        except Exception:
+            return None
+        return config_hash(columns)
+
+    return of

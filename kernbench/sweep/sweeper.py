@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf
 from kernbench.errors import ConfigError
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
-from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task
+from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
     fixed_sizes,
@@ -313,7 +313,8 @@ class FastSweeper(Sweeper):
             "parent": parent(),
             "point_timeout_s": self.point_timeout_s,
         }
-        kept = claim.kept_rows(sweep_dir) if self.resume else {}
+        resumed = claim.kept_rows(sweep_dir, point_hashes(plan)) if self.resume else None
+        kept = resumed.rows if resumed is not None else {}
         todo = Plan([p for p in plan.points if p.num not in kept], plan.shapes)
         # Per-shape work, done before the points start, on the plan the chunks are cut
         # from (which keeps it): made while cutting, it held back the first chunk of
@@ -332,8 +333,11 @@ class FastSweeper(Sweeper):
             sizes = fixed_sizes(self.chunk_size)
         chunks = make_chunks(todo, sizes, base)
         local = isinstance(self.launcher, FastLauncher)
-        if kept:
-            log.info(f"Resuming: {len(kept)} of {len(plan.points)} points kept from {sweep_dir}")
+        if resumed is not None and (kept or resumed.dropped):
+            log.info(
+                f"Resuming: {len(kept)} of {len(plan.points)} points kept from {sweep_dir}"
+                + resumed.summary()
+            )
         gather = run_plan(todo, chunks, sweep_dir, runner, request, polled=local)
         gather.rows.extend(kept.values())
         if request.requested:
