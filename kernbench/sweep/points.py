@@ -393,9 +393,15 @@ def point_hashes(plan: Plan) -> Callable[[int], str | None]:
         if point is None:
             return None
         quiet = io.StringIO()
+        base = plan.typed_base(point.shape)
         try:
             with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-                _, columns = job.prepare(plan.task_config(point))
+                # the workers' own path (PointConfigs): typed where it can be, ~3x faster
+                if base is not None and point.assigned is not None:
+                    cfg: Any = typed.build(base, point.assigned)
+                else:
+                    cfg = plan.task_config(point)
+                _, columns = job.prepare(cfg)
         except Exception:
             return None
         return config_hash(columns)
