@@ -29,6 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from kernbench import simulate
 from kernbench.cli import estimate
 from kernbench.config import flatten
+from kernbench.config.columns import METRICS
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate_and_flatten
 from kernbench.errors import KernBenchError
@@ -88,7 +89,7 @@ def run_job(
         typed, columns = (prepared.config, prepared.columns) if prepared else prepare(cfg)
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)
-            hit = cache.load(key)
+            hit = cache.load(key, METRICS.get(type(typed.workload)))
             if hit is not None:
                 return _served(out_dir, job, columns, hit, time.perf_counter() - start, rows)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None

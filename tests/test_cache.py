@@ -243,3 +243,41 @@ def test_an_entry_nested_deeper_than_python_parses_is_recomputed(tmp_path):
     path.write_text('{"key": "x", "metrics": ' + "[" * 100_000 + "]" * 100_000 + "}")
     assert store.load(key) is None
     assert not path.exists()
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda m: {},  # empty: was served as an ok row without metrics, then an error row
+        lambda m: {**m, "accesses": "64"},  # text in a number column: the column turned text
+        lambda m: {**m, "sim_time_ns": -m["sim_time_ns"]},  # a negative time was served
+        lambda m: {**m, "made_up_gbs": 1.0},  # an unknown metric became a column
+        lambda m: {k: v for k, v in m.items() if k != "bw_fairness"},  # one missing
+        lambda m: {**m, "busiest_link": 3},  # a number where text is declared
+    ],
+    ids=["empty", "text number", "negative time", "unknown", "missing", "number text"],
+)
+def test_a_forged_entry_is_checked_against_the_declared_columns_and_recomputed(
+    compose_cfg, tmp_path, caplog, forge
+):
+    """Issue 36: an entry that passes its checksum was trusted whatever it held. Each
+    forgery here has a matching checksum and plain scalars; against the stream's
+    declared metric columns (kernbench.config.columns) it is discarded with a warning
+    and the point simulated again: one ok row, the same metrics as the first run."""
+    cfg, store = compose_cfg(*SMALL), PointCache(tmp_path / "cache")
+    assert run_job(cfg, tmp_path / "1", cache=store) == "ok"
+    first = row(tmp_path / "1")
+    [entry] = entry_files(tmp_path / "cache")
+    stored = json.loads(entry.read_text())
+    key = stored["key"]
+    _forged(store, key, forge(stored["metrics"]))
+    with caplog.at_level(logging.WARNING):
+        assert run_job(cfg, tmp_path / "2", cache=store) == "ok"
+    assert "discarding bad entry" in caplog.text
+    again = row(tmp_path / "2")
+    assert again["cached"] is False  # simulated, not served
+    volatile = {"cached", "sim_wall_s", "wall_s"}
+    assert {k: v for k, v in again.items() if k not in volatile} == {
+        k: v for k, v in first.items() if k not in volatile
+    }
+    assert json.loads(entry.read_text())["metrics"] == stored["metrics"]  # stored afresh

@@ -22,9 +22,11 @@ cache may sit on a filesystem shared by a cluster. An entry is written to a temp
 file in the same directory and renamed, so a reader sees a whole entry or none. A file
 that does not parse (or nests deeper than Python parses), names another key, fails its
 checksum (truncated, or damaged) or holds what no ok row holds (something other than
-scalars; a time, bandwidth or size that is text, NaN or infinite) is logged, removed and
-treated as a miss: it is recomputed, never returned. (A metric missing altogether is not
-detected: the cache does not know a workload's metric names.)
+scalars; a time, bandwidth or size that is text, NaN or infinite; and, given the
+workload's declared metric columns, :mod:`kernbench.config.columns`, a metric missing
+or unknown, text where a number is declared or the reverse, a negative time) is logged,
+removed and treated as a miss: it is recomputed, never returned. A checksum only says
+the file is whole: an entry written by hand, or by a bug, can pass it.
 
 joblib.Memory was the first candidate; it recomputes a truncated pickle (after printing
 a traceback) but returns a damaged pickle that still loads, and keys on the function's
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import kernbench
+from kernbench.config.columns import TEXT
 from kernbench.results.identity import canonical_json
 from kernbench.results.table import default_file_mode
 from kernbench.units import unit_of
@@ -105,11 +108,12 @@ class PointCache:
         """Where the entry for ``key`` lives (two-character fan-out keeps folders small)."""
         return self.root / key[:2] / f"{key}.json"
 
-    def load(self, key: str) -> dict[str, Any] | None:
+    def load(self, key: str, declared: Mapping[str, str] | None = None) -> dict[str, Any] | None:
         """The metrics stored under ``key``, or None on a miss or a bad entry.
 
-        A bad entry (unparsable, another key, wrong checksum) is removed, so the point
-        is simulated again and stored afresh.
+        A bad entry (unparsable, another key, wrong checksum, or not what the
+        ``declared`` metric columns and their kinds say an ok row holds) is removed, so
+        the point is simulated again and stored afresh.
         """
         path = self.path(key)
         try:
@@ -125,6 +129,8 @@ class PointCache:
             if entry["key"] != key or entry["checksum"] != _checksum(metrics):
                 raise ValueError("key or checksum does not match")
             _check_metrics(metrics)
+            if declared is not None:
+                _check_declared(metrics, declared)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:  # JSONDecodeError
             # is a ValueError; RecursionError: JSON nested deeper than Python parses
             log.warning("point cache: discarding bad entry %s (%s); recomputing", path, exc)
@@ -174,6 +180,24 @@ def _check_metrics(metrics: Any) -> None:
             raise ValueError(f"metric {name} is {value!r}")
         if unit_of(name) and not _finite_number(value):
             raise ValueError(f"metric {name} ({unit_of(name)}) is {value!r}, not a number")
+
+
+def _check_declared(metrics: dict[str, Any], declared: Mapping[str, str]) -> None:
+    """Raise ValueError unless ``metrics`` has exactly the ``declared`` metric columns,
+    each of its kind (text, or a finite number), and no negative time."""
+    missing = [name for name in declared if name not in metrics]
+    unknown = [name for name in metrics if name not in declared]
+    if missing or unknown:
+        raise ValueError(f"metrics missing {missing}, unknown {unknown}")
+    for name, kind in declared.items():
+        value = metrics[name]
+        if kind == TEXT:
+            if not isinstance(value, str):
+                raise ValueError(f"metric {name} is {value!r}, not text")
+        elif not _finite_number(value):
+            raise ValueError(f"metric {name} is {value!r}, not a finite number")
+        elif unit_of(name) == "ns" and value < 0:
+            raise ValueError(f"metric {name} is {value!r}, a negative time")
 
 
 def _finite_number(value: Any) -> bool:
