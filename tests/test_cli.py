@@ -268,14 +268,20 @@ def test_gqa_per_tile_commands_and_bytes_are_integers():
 def test_app_warns_before_a_long_run_but_not_a_cached_one(
     compose_cfg, monkeypatch, tmp_path, capsys
 ):
-    """The hook in app.run_job: the warning precedes the simulation (stubbed here), and a
-    point served from the point cache, which takes no time, gets none."""
+    """The hook in app.run_job: the warning precedes the simulation (stubbed here, with a
+    row of every declared stream metric: the point cache serves only what an ok row
+    holds), and a point served from the point cache, which takes no time, gets none."""
     from kernbench import simulate
+    from kernbench.config.columns import METRICS, TEXT
+    from kernbench.config.schema import StreamWorkloadConfig
     from kernbench.job import run_job
     from kernbench.sweep.cache import PointCache
 
+    declared = METRICS[StreamWorkloadConfig]
+    metrics = {name: "x" if kind == TEXT else 1.0 for name, kind in declared.items()}
+
     def stub(cfg, **kw):
-        return simulate.RunResult({"sim_time_ns": 1.0})
+        return simulate.RunResult(dict(metrics))
 
     monkeypatch.setattr(simulate, "run_validated", stub)
     cache = PointCache(tmp_path / "cache")
