@@ -46,32 +46,23 @@ def test_allocator_never_overlaps_and_coalesces_back_to_one_block(ops, align):
     assert a.free_blocks == [(1000, size)]
 
 
-requests = st.lists(
-    st.tuples(
+def traffic(targets: int, gap: float):
+    """Lists of (source PE, target PE below ``targets``, bytes, gap after the previous,
+    read?) requests on the default topology's 16 PEs."""
+    request = st.tuples(
         st.integers(0, 15),
-        st.integers(0, 15),
+        st.integers(0, targets - 1),
         st.integers(1, 1 << 16),
-        st.floats(0, 500),
+        st.floats(0, gap),
         st.booleans(),
-    ),
-    min_size=1,
-    max_size=40,
-)
+    )
+    return st.lists(request, min_size=1, max_size=40)
 
 
+requests = traffic(16, 500)
 # Many PEs onto two targets, close together: requests queue on shared links and leave
 # idle stretches (holes) that later requests of other sizes try to fill.
-hotspot_requests = st.lists(
-    st.tuples(
-        st.integers(0, 15),
-        st.integers(0, 1),
-        st.integers(1, 1 << 16),
-        st.floats(0, 50),
-        st.booleans(),
-    ),
-    min_size=1,
-    max_size=40,
-)
+hotspot_requests = traffic(2, 50)
 
 
 def book_all(reqs: list[tuple[int, int, int, float, bool]]):
