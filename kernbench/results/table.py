@@ -13,9 +13,7 @@ from many jobs (a sweep) is ``rows_to_table(all_rows)``.
 
 from __future__ import annotations
 
-import functools
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kernbench.errors import printable
+from kernbench.files import replaced
 from kernbench.results.identity import identity
 from kernbench.units import INT64_MAX, INT64_MIN
 
@@ -174,29 +173,10 @@ def _kind(value: Any) -> str:
 
 
 def write_table_atomic(table: pa.Table, path: str | os.PathLike[str]) -> Path:
-    """Write ``table`` as Parquet at ``path`` via a temp file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    """Write ``table`` as Parquet at ``path`` whole, by rename (:mod:`kernbench.files`)."""
+    with replaced(path) as tmp:
         pq.write_table(table, tmp)
-        os.chmod(tmp, default_file_mode())  # mkstemp's 0600 would hide it from the group
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-@functools.cache
-def default_file_mode() -> int:
-    """The mode ``open()`` would give a new file (0666 less the umask), so results on a
-    shared filesystem are as readable as any other file the user writes there. Read
-    once per process: the umask can only be read by setting it."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return Path(path)
 
 
 def write_rows(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:

@@ -42,15 +42,14 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import kernbench
 from kernbench.config.columns import TEXT
+from kernbench.files import replaced
 from kernbench.results.identity import canonical_json
-from kernbench.results.table import default_file_mode
 from kernbench.units import unit_of
 
 log = logging.getLogger(__name__)
@@ -156,16 +155,8 @@ class PointCache:
 
 def _write_atomic(path: Path, entry: dict[str, Any]) -> None:
     """Write ``entry`` as JSON beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f, separators=(",", ":"))  # metrics keep their column order
-        os.chmod(tmp, default_file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with replaced(path) as tmp, tmp.open("w") as f:
+        json.dump(entry, f, separators=(",", ":"))  # metrics keep their column order
 
 
 def _check_metrics(metrics: Any) -> None:

@@ -14,6 +14,7 @@ time left; its state lives in the sweep directory (:mod:`kernbench.sweep.progres
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,9 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from kernbench.errors import ConfigError
 from kernbench.sweep import outputs, progress
-from kernbench.sweep.merge import MergeOutcome, merge_sweep
+from kernbench.sweep.merge import MergeOutcome, check_merged_path, merge_sweep
 
 _outcomes: list[MergeOutcome] = []
 _merged_dirs: set[str] = set()  # sweeps the fast sweeper merged itself
@@ -42,10 +44,20 @@ class MergeResults(Callback):
 class OutputsWritable(Callback):
     """A single run's output directory made and written to before Hydra writes its
     records there: a read-only, foreign or full location is one line and exit 1
-    (:mod:`kernbench.sweep.outputs`; the fast sweeper checks its directory itself)."""
+    (:mod:`kernbench.sweep.outputs`). A stock sweep's ``results.parquet`` path is
+    checked before its first job (the fast sweeper checks its directory itself)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         outputs.check_writable(str(config.hydra.run.dir))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if not progress.is_stock_sweep(config):
+            return
+        try:
+            check_merged_path(Path(str(config.hydra.sweep.dir)), "hydra.sweep.dir")
+        except ConfigError as exc:
+            print(f"kernbench: error: {exc}", file=sys.stderr)
+            raise SystemExit(1) from None
 
 
 class SweepProgress(Callback):

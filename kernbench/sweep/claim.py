@@ -15,15 +15,26 @@ sweep writes anything there, :func:`claimed`
   (:func:`kept_rows`) whose configuration is their point's, and runs only the other
   points.
 
+Holding the lock, it also clears what a sweep killed earlier may have left: the
+temporaries of writes it never renamed (:func:`kernbench.files.remove_temporaries`) and
+the per-run state of its chunk tasks (``.kernbench/``: done marks, chunk files), which
+describe that run, not this one.
+
 Each refusal is one line naming ``hydra.sweep.dir`` and exit 1, before anything is
-written.
+written. A damaged record (``points.yaml`` cut short by a full disk or an older
+version's kill, ``results.parquet`` that does not read) is one line naming the file and
+what to do: with ``hydra.sweeper.resume=true`` the sweep runs again whatever the record
+cannot vouch for (a row is kept only if its configuration is its point's, so nothing
+of another grid is kept); deleting the directory starts over.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
+import shutil
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -33,20 +44,26 @@ import pyarrow.parquet as pq
 import yaml
 
 import kernbench
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, printable
+from kernbench.files import remove_temporaries, write_atomic
 from kernbench.results import STATUS_OK, git_commit
-from kernbench.sweep.merge import MERGED_FILE
+from kernbench.sweep.merge import MERGED_FILE, check_merged_path
+from kernbench.sweep.progress import STATE_DIR
+
+log = logging.getLogger(__name__)
 
 RECORDS_DIR = ".hydra"
 POINTS_FILE = "points.yaml"  # every point's shape and overrides, by job number
-LOCK_FILE = "sweep.lock"
+LOCK_FILE = "sweep.lock"  # flock'ed, never renamed: a rename would give a second inode to lock
+HOLDER_FILE = "sweep.holder"  # who holds the lock, for the refusal's message
 KEY = "hydra.sweep.dir"
 
 
 @contextlib.contextmanager
-def claimed(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> Iterator[None]:
+def claimed(sweep_dir: Path, jobs: Sequence[Sequence[str]], resume: bool = False) -> Iterator[None]:
     """Hold ``sweep_dir`` for this sweep of ``jobs`` (see the module's docstring);
-    raise :class:`ConfigError` if another sweep holds it or it holds another grid."""
+    raise :class:`ConfigError` if another sweep holds it, it holds another grid, a
+    record is damaged (unless ``resume``), or ``results.parquet`` cannot be written."""
     records = sweep_dir / RECORDS_DIR
     records.mkdir(parents=True, exist_ok=True)
     fd = os.open(records / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -54,23 +71,41 @@ def claimed(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 200).decode(errors="replace").strip() or "another process"
             raise ConfigError(
                 KEY,
-                f"{sweep_dir} is being written by another sweep ({holder}); wait for it"
-                " to end or choose another directory",
+                f"{sweep_dir} is being written by another sweep ({_holder(records)}); wait"
+                " for it to end or choose another directory",
             ) from None
-        _check_grid(sweep_dir, jobs)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        _check_grid(sweep_dir, jobs, resume)
+        check_merged_path(sweep_dir, KEY)
+        remove_temporaries(sweep_dir)
+        shutil.rmtree(sweep_dir / STATE_DIR, ignore_errors=True)
+        write_atomic(records / HOLDER_FILE, f"pid {os.getpid()} on {socket.gethostname()}\n")
         yield
     finally:
         os.close(fd)  # releases the lock
 
 
-def _check_grid(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
-    """Refuse a directory whose records hold a grid other than ``jobs``."""
-    stored = stored_grid(sweep_dir)
+def _holder(records: Path) -> str:
+    try:
+        return (records / HOLDER_FILE).read_text(errors="replace").strip() or "another process"
+    except OSError:
+        return "another process"
+
+
+def _check_grid(sweep_dir: Path, jobs: Sequence[Sequence[str]], resume: bool) -> None:
+    """Refuse a directory whose records hold a grid other than ``jobs``, or records
+    too damaged to say (unless ``resume``: its rows are checked one by one)."""
+    try:
+        stored = stored_grid(sweep_dir)
+    except DamagedRecord as damaged:
+        if not resume:
+            raise ConfigError(KEY, damaged.advice(sweep_dir)) from None
+        log.warning(
+            f"{damaged}: its grid is not compared with this one; rows are kept only"
+            " where their configuration is their point's"
+        )
+        return
     if stored is None or stored == [list(job) for job in jobs]:
         return
     differ = next(
@@ -89,16 +124,57 @@ def _check_grid(sweep_dir: Path, jobs: Sequence[Sequence[str]]) -> None:
     )
 
 
+class DamagedRecord(Exception):
+    """A record of the sweep directory that does not read as what it should hold."""
+
+    def __init__(self, path: Path, why: str) -> None:
+        super().__init__(f"{printable(str(path))} is damaged ({why})")
+        self.path = path
+
+    def advice(self, sweep_dir: Path) -> str:
+        return (
+            f"{self}; rerun with hydra.sweeper.resume=true to keep the rows that are this"
+            f" grid's and run the rest, or delete {printable(str(sweep_dir))} to start over"
+        )
+
+
+def end_line(n_points: int) -> str:
+    """The last line of ``points.yaml`` (a YAML comment): a file cut short that still
+    parses, its last points lost, lacks it."""
+    return f"# {n_points} points\n"
+
+
 def stored_grid(sweep_dir: Path) -> list[list[str]] | None:
     """The overrides of every point the directory's records hold, in job order, or
-    None if it holds no sweep's records."""
+    None if it holds no sweep's records; :class:`DamagedRecord` if they do not read
+    as job numbers 0..n-1, each with a list of override strings."""
     path = sweep_dir / RECORDS_DIR / POINTS_FILE
     try:
         text = path.read_text()
     except FileNotFoundError:
         return None
-    points = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    return [list(points[num]["overrides"]) for num in sorted(points)]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DamagedRecord(path, f"unreadable: {exc}") from None
+    try:
+        points = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise DamagedRecord(path, f"not YAML{line}") from None
+    if not isinstance(points, dict) or not points:
+        raise DamagedRecord(path, "empty" if not points else "not a mapping of points")
+    if not text.endswith(end_line(len(points))):  # YAML cut short may still parse
+        raise DamagedRecord(path, f"cut short: it does not end with '{end_line(len(points))[:-1]}'")
+    if set(points) != set(range(len(points))):
+        raise DamagedRecord(path, f"its keys are not the job numbers 0 to {len(points) - 1}")
+    grid = []
+    for num in range(len(points)):
+        entry = points[num]
+        overrides = entry.get("overrides") if isinstance(entry, dict) else None
+        if not isinstance(overrides, list) or not all(isinstance(o, str) for o in overrides):
+            raise DamagedRecord(path, f"point {num} has no list of overrides")
+        grid.append(overrides)
+    return grid
 
 
 class Resumed:
@@ -140,8 +216,14 @@ def kept_rows(sweep_dir: Path, config_hashes: Callable[[int], str | None]) -> Re
     path = sweep_dir / MERGED_FILE
     if not path.exists():
         return resumed
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # cut short, or not Parquet: Arrow's errors have no common base
+        why = " ".join(f"{type(exc).__name__}: {exc}".split())
+        log.warning(f"{printable(str(path))} is damaged ({why}): no row of it is kept")
+        return resumed
     version, commit = kernbench.__version__, git_commit()
-    for row in pq.read_table(path).to_pylist():
+    for row in rows:
         num = row.get("job_num")
         if row.get("status") != STATUS_OK:
             resumed.drop(NOT_OK)

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
 from kernbench.config import flatten
+from kernbench.errors import ConfigError, printable
 from kernbench.results import (
     RESULT_FILE,
     STATUS_ERROR,
@@ -68,6 +69,21 @@ def merge_sweep(sweep_dir: str | Path) -> MergeOutcome:
     n_errors = sum(row.get("status") == STATUS_ERROR for row in rows)
     n_cached = sum(bool(row.get("cached")) for row in rows)
     return MergeOutcome(path, len(rows), n_errors, n_cached)
+
+
+def check_merged_path(sweep_dir: Path, key: str) -> None:
+    """Raise :class:`ConfigError` (naming ``key``) if ``results.parquet`` could not be
+    written into ``sweep_dir``: it is written by rename after the last point, so a
+    directory (or anything but a file) in its place would fail only then, every point
+    run. Called before the first point."""
+    path = sweep_dir / MERGED_FILE
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        kind = "a directory" if path.is_dir() else "not a regular file"
+        raise ConfigError(
+            key,
+            f"{printable(str(path))} is {kind}, where the sweep writes its table; move it"
+            " away or choose another directory",
+        )
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:

@@ -31,6 +31,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 from tqdm import tqdm
 
+from kernbench.files import write_atomic
+
 if TYPE_CHECKING:
     from kernbench.sim.system import System
 
@@ -134,7 +136,7 @@ def start_sweep(sweep_dir: Path, total: int | None, now: float | None = None) ->
     state = sweep_dir / STATE_DIR
     (state / _DONE_DIR).mkdir(parents=True, exist_ok=True)
     start = time.time() if now is None else now
-    (state / _START_FILE).write_text(json.dumps({"start": start, "total": total}))
+    write_atomic(state / _START_FILE, json.dumps({"start": start, "total": total}))
 
 
 def mark_done(sweep_dir: Path, job_num: int) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -30,9 +31,10 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
+from kernbench.files import write_atomic
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
 from kernbench.sweep import outputs, stop
-from kernbench.sweep.claim import POINTS_FILE, RECORDS_DIR
+from kernbench.sweep.claim import POINTS_FILE, RECORDS_DIR, end_line
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
 from kernbench.sweep.plan import Plan, Point
 from kernbench.sweep.points import Chunk, PointResult
@@ -97,7 +99,8 @@ def write_records(plan: Plan, master: DictConfig, sweep_dir: Path) -> None:
     (records / "shapes").mkdir(parents=True, exist_ok=True)
     save_config(master.hydra.overrides.task, records / "overrides.yaml")
     points = {p.num: {"shape": p.shape, "overrides": list(p.overrides)} for p in plan.points}
-    (records / POINTS_FILE).write_text(yaml.dump(points, Dumper=_DUMPER, sort_keys=False))
+    text = yaml.dump(points, Dumper=_DUMPER, sort_keys=False) + end_line(len(points))
+    write_atomic(records / POINTS_FILE, text)
     for n, shape in enumerate(plan.shapes):
         save_config(shape.config, records / "shapes" / f"{n}.yaml")
 
@@ -107,7 +110,8 @@ def save_config(cfg: DictConfig | ListConfig, path: Path) -> None:
     document for ``OmegaConf.load``, in ~1 ms instead of ~7 ms a shape (the records
     are written while the first chunks run, on the cores the workers use)."""
     data = OmegaConf.to_container(cfg, resolve=False, enum_to_str=True)
-    path.write_text(yaml.dump(data, Dumper=_RecordDumper, sort_keys=False, allow_unicode=True))
+    text = yaml.dump(data, Dumper=_RecordDumper, sort_keys=False, allow_unicode=True)
+    write_atomic(path, text)
 
 
 class Gather:
@@ -119,8 +123,7 @@ class Gather:
         self.rows: list[dict[str, Any]] = []
         self.results: dict[int, PointResult] = {}
         self.bar = SweepBar(total)
-        self.log = (sweep_dir / POINTS_LOG).open("a")
-        self.log_failed = False
+        self.log = PointsLog(sweep_dir / POINTS_LOG)
         self.log.write(f"# sweep of {total} points started {_stamp(self.bar.start)}\n")
         self.last_result = self.bar.start
 
@@ -128,8 +131,8 @@ class Gather:
         self.results[result.num] = result
         self.rows.extend(result.rows)
         lines = " ".join(self.overrides.get(result.num, []))
-        with outputs.reported(self.log.name):
-            self._write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
+        with outputs.reported(self.log.path):
+            self.log.write(f"#{result.num} [{result.status}] {lines}\n{result.log}")
         self.bar.point_done(result, lines)
         self.last_result = time.time()
 
@@ -142,21 +145,9 @@ class Gather:
         result came back (its first, when the sweep started running)."""
         self.bar.close()
         done = len(self.results)
-        with outputs.reported(self.log.name):
-            self._write(f"# {done} points done, the last at {_stamp(self.last_result)}\n")
-        with contextlib.suppress(OSError):  # the write that failed was reported
-            self.log.close()
-
-    def _write(self, text: str) -> None:
-        """Append to the points log; after a write has failed (reported once), not."""
-        if self.log_failed:
-            return
-        try:
-            self.log.write(text)
-            self.log.flush()
-        except OSError:
-            self.log_failed = True
-            raise
+        with outputs.reported(self.log.path):
+            self.log.write(f"# {done} points done, the last at {_stamp(self.last_result)}\n")
+        self.log.close()
 
     def merge(self) -> MergeOutcome:
         """Write ``results.parquet`` (ordered by job number) atomically."""
@@ -167,6 +158,41 @@ class Gather:
         n_errors = sum(row.get("status") == STATUS_ERROR for row in self.rows)
         n_cached = sum(bool(row.get("cached")) for row in self.rows)
         return MergeOutcome(path, len(self.rows), n_errors, n_cached)
+
+
+class PointsLog:
+    """``points.log``, appended one segment (a point's output, a sweep's first or last
+    line) at a time, each whole or not at all: one ``write`` call, and a write that
+    fails part way (a full disk) is cut back off, so the log never holds half a
+    segment that the next one would run into. A sweep killed in the middle of a write
+    can still leave one; the next sweep's first line starts on a line of its own."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.failed = False  # after a write has failed (reported once), none is tried
+        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        size = os.lseek(self.fd, 0, os.SEEK_END)
+        if size and os.pread(self.fd, 1, size - 1) != b"\n":
+            self.write("\n# (the previous sweep's last segment was cut short)\n")
+
+    def write(self, text: str) -> None:
+        if self.failed:
+            return
+        data = text.encode(errors="backslashreplace")
+        start = os.lseek(self.fd, 0, os.SEEK_END)
+        try:
+            written = 0
+            while written < len(data):  # a short write's next one says why (disk full, ...)
+                written += os.write(self.fd, data[written:])
+        except OSError:
+            self.failed = True
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, start)
+            raise
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
 
 
 def _stamp(t: float) -> str:

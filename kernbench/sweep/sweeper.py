@@ -39,6 +39,7 @@ from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import ConfigError
+from kernbench.files import write_atomic
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
@@ -278,8 +279,8 @@ class FastSweeper(Sweeper):
                 return dry_run(plan, is_point_task(self.task_function))
             screen(plan)
             outputs.check_writable(sweep_dir)
-            with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs):
-                OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
+            with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs, self.resume):
+                write_atomic(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(self.config))
                 if not is_point_task(self.task_function):
                     return self.launch_batches(batches)
                 return self.run_points(plan, sweep_dir, request)
