@@ -45,7 +45,7 @@ class OutputsWritable(Callback):
     (:mod:`kernbench.sweep.outputs`; the fast sweeper checks its directory itself)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        outputs.check_writable(str(config.hydra.run.dir))
+        outputs.check_writable(str(config.hydra.run.dir), outputs.location_key(config, "run"))
 
 
 class SweepProgress(Callback):

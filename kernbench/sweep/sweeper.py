@@ -277,7 +277,7 @@ class FastSweeper(Sweeper):
                 callbacks.nothing_to_merge(sweep_dir)
                 return dry_run(plan, is_point_task(self.task_function))
             screen(plan)
-            outputs.check_writable(sweep_dir)
+            outputs.check_writable(sweep_dir, outputs.location_key(self.config, "sweep"))
             with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs):
                 OmegaConf.save(self.config, sweep_dir / "multirun.yaml")
                 if not is_point_task(self.task_function):

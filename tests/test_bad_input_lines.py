@@ -1,0 +1,68 @@
+"""Issue 36, bad input: each case is one line naming the key, a non-zero exit, no
+traceback and nothing that looks like a success (DESIGN §7).
+
+Where the answer comes before Hydra runs (the override pre-check) the test calls it in
+this process; where it is the run's or the sweep's own, one ``kernbench`` subprocess
+per case, on the small topology with a few KB per PE.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from kernbench.sweep.outputs import location_key
+from tests.test_launchers import run_cli
+
+TINY = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.bytes_per_pe=8192",
+        "workload.access_bytes=4096", "cache=false")  # fmt: skip
+
+
+def kernbench(tmp_path: Path, *args: str):
+    """``kernbench ARGS`` run from ``tmp_path`` (relative outputs land there)."""
+    return run_cli(tmp_path, [sys.executable, "-m", "kernbench.app", *args])
+
+
+def only_line(stderr: str) -> str:
+    """The one line a bad input prints: no traceback, no second line."""
+    assert "Traceback" not in stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr[-3000:]
+    return lines[0]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+@pytest.mark.parametrize(
+    ("args", "where"),
+    [([], "/proc/self/20"), (["-m", "workload.seed=0,1"], "/proc/self/multirun")],
+    ids=["run", "sweep"],
+)
+def test_an_output_root_where_nothing_can_be_made_is_one_line(tmp_path, args, where):
+    """/proc/self is a directory in which mkdir says ENOENT, not one of the errors a
+    full or read-only disk gives: it was a 21-line traceback (exit 1, Hydra's)."""
+    proc = kernbench(tmp_path, *args, *TINY, "paths.root=/proc/self")
+    assert proc.returncode == 1
+    line = only_line(proc.stderr)
+    assert line.startswith(f"kernbench: error: paths.root: cannot write {where}"), line
+    assert line.endswith(": No such file or directory")
+    assert not list(tmp_path.rglob("*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "task", "hydra", "key"),
+    [
+        ("run", [], [], "paths.root"),  # nothing set: where outputs go by default
+        ("run", ["paths.root=/x"], ["hydra.run.dir=/y"], "hydra.run.dir"),
+        ("sweep", ["paths.root=/x", "paths.sweep_name=s"], [], "paths.root"),
+        ("sweep", ["+paths.sweep_dir=/x"], [], "paths.sweep_dir"),
+        # the lines are read as typed: ${nowhere} would raise if resolved
+        ("sweep", ["workload.seed=${nowhere}", "paths.root=/x"], [], "paths.root"),
+    ],
+)
+def test_the_line_names_the_most_specific_location_key_set(kind, task, hydra, key):
+    config = OmegaConf.create({"hydra": {"overrides": {"task": task, "hydra": hydra}}})
+    assert location_key(config, kind) == key
