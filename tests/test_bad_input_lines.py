@@ -66,3 +66,31 @@ def test_an_output_root_where_nothing_can_be_made_is_one_line(tmp_path, args, wh
 def test_the_line_names_the_most_specific_location_key_set(kind, task, hydra, key):
     config = OmegaConf.create({"hydra": {"overrides": {"task": task, "hydra": hydra}}})
     assert location_key(config, kind) == key
+
+
+def refused_before_hydra(capsys, *argv: str) -> str:
+    """The one line ``kernbench ARGV`` prints before Hydra runs (exit 1)."""
+    from kernbench.cli.entry import before_hydra
+
+    with pytest.raises(SystemExit) as info:
+        before_hydra(list(argv))
+    assert info.value.code == 1
+    return only_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (  # Hydra's lexer stops at the newline; the line quotes the override
+            "workload.access_bytes=40\n96",
+            "workload.access_bytes=40\\n96: LexerNoViableAltException: workload.access_bytes=40",
+        ),
+        ("workload.op='re\nad'", "workload.op=re\\nad: not one of read, write, copy"),
+        ("+experiment='bw\r\n'", "experiment=bw\\r\\n: no such option; experiment options:"),
+    ],
+    ids=["unquoted", "quoted", "crlf"],
+)
+def test_a_value_with_a_newline_is_one_line(capsys, override, line):
+    """The line quotes the value with the newline escaped (it was printed as is: two
+    lines, the second a fragment of the value and the message)."""
+    assert refused_before_hydra(capsys, "-m", override).startswith(f"kernbench: error: {line}")

@@ -15,6 +15,7 @@ import kernbench
 from kernbench.cli.help import help_text, key_table
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import show_job_config
+from kernbench.errors import one_line
 
 
 def before_hydra(argv: Sequence[str]) -> None:
@@ -44,7 +45,8 @@ def version_text() -> str:
 
 
 def _fail(message: str) -> None:
-    print(f"kernbench: error: {message}", file=sys.stderr)
+    """One line, whatever the message quotes (a value holding a newline)."""
+    print(f"kernbench: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(1)
 
 

@@ -38,7 +38,7 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, one_line
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
@@ -366,7 +366,7 @@ def parent() -> tuple[str, int]:
 def _refuse(key: str, message: str) -> NoReturn:
     """One line and exit 1, before anything is written (a SystemExit passes through
     Hydra's error report, which would add lines of its own)."""
-    print(f"kernbench: error: {ConfigError(key, message)}", file=sys.stderr)
+    print(f"kernbench: error: {one_line(str(ConfigError(key, message)))}", file=sys.stderr)
     raise SystemExit(1)
 
 
