@@ -13,13 +13,31 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.types import RunMode
 from omegaconf import OmegaConf
 
+from kernbench.config.store import conf_dir, register_configs
+from kernbench.errors import ConfigError
 from kernbench.sweep.outputs import location_key
+from kernbench.sweep.plan import Planner, screen
+from kernbench.sweep.sweeper import check_point
 from tests.test_launchers import run_cli
 
 TINY = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.bytes_per_pe=8192",
         "workload.access_bytes=4096", "cache=false")  # fmt: skip
+
+
+@pytest.fixture
+def plan_of():
+    """``plan_of(jobs)``: the fast sweep's plan of ``jobs`` (lists of overrides), made
+    in this process on the real conf/ as the sweeper makes it."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        loader = GlobalHydra.instance().hydra.config_loader
+        master = loader.load_configuration("config", [], RunMode.MULTIRUN)
+        yield lambda jobs: Planner(loader, master).plan(jobs)
 
 
 def kernbench(tmp_path: Path, *args: str):
@@ -94,3 +112,36 @@ def test_a_value_with_a_newline_is_one_line(capsys, override, line):
     """The line quotes the value with the newline escaped (it was printed as is: two
     lines, the second a fragment of the value and the message)."""
     assert refused_before_hydra(capsys, "-m", override).startswith(f"kernbench: error: {line}")
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["sim.trace=2", "sim.trace=-1", "sim.oplog=yes", "sim.fast_dma=0", "cache=on",
+     "hydra.sweeper.resume=1", "hydra.sweeper.dry_run=n"],
+)  # fmt: skip
+def test_a_boolean_key_takes_only_true_or_false(capsys, override):
+    """OmegaConf takes any integer, and yes/no/on/off/y/n/"1"/"0", as a boolean:
+    sim.trace=2 and -1 ran as true, while cache=maybe was refused."""
+    key, _, value = override.partition("=")
+    line = refused_before_hydra(capsys, "-m", override)
+    assert line == f"kernbench: error: {key}={value}: not true or false"
+
+
+def test_true_and_false_in_any_case_are_booleans():
+    from kernbench.cli.precheck import check_overrides
+
+    check_overrides(["sim.trace=true", "sim.oplog=False", "cache=TRUE", "sim.trace=true,false"])
+
+
+def test_a_boolean_in_a_presets_grid_is_refused_before_any_point(plan_of):
+    """A preset's ``hydra.sweeper.params`` reach the sweep as lines the pre-check never
+    sees: the sweep's screen refuses the point (a dry run lists it invalid)."""
+    plan = plan_of([["sim.trace=false"], ["topology=small", "sim.trace=2"]])
+    with pytest.raises(ConfigError) as info:
+        screen(plan)
+    assert info.value.key == "sim.trace"
+    assert str(info.value) == (
+        "sim.trace: 2 is not true or false (sweep point #1: topology=small sim.trace=2)"
+    )
+    assert check_point(plan, plan.points[0], kernbench=True) is None  # as a dry run checks
+    assert check_point(plan, plan.points[1], kernbench=True) == "sim.trace: 2 is not true or false"

@@ -40,7 +40,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import ConfigError, one_line
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
-from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
+from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
@@ -401,6 +401,9 @@ def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
         if not kernbench:
             plan.job_config(point)
             return None
+        refused = value_errors(plan, point)
+        if refused is not None:
+            return refused
         job.prepare(plan.task_config(point))
     except Exception as exc:
         return job.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
