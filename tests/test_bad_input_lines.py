@@ -145,3 +145,44 @@ def test_a_boolean_in_a_presets_grid_is_refused_before_any_point(plan_of):
     )
     assert check_point(plan, plan.points[0], kernbench=True) is None  # as a dry run checks
     assert check_point(plan, plan.points[1], kernbench=True) == "sim.trace: 2 is not true or false"
+
+
+def test_an_interpolation_that_does_not_resolve_is_refused_before_any_point(tmp_path):
+    """``-m workload.access_bytes=4096,${nowhere}`` ran the valid point and made the
+    other an error row, exit 1 with a results.parquet; now nothing runs or is written."""
+    sweep = tmp_path / "sweep"
+    proc = kernbench(tmp_path, "-m", *TINY, "workload.access_bytes=4096,${nowhere}",
+                     f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert proc.returncode == 1
+    assert only_line(proc.stderr).startswith(
+        "kernbench: error: workload.access_bytes: ${nowhere} does not resolve: Interpolation"
+        " key 'nowhere' not found (sweep point #1: "
+    )
+    assert not sweep.exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("workload.access_bytes=${paths.root}", "Value 'outputs' of type 'str' could not be"),
+        ("workload.access_bytes=${oops:x}", "Unsupported interpolation type oops"),
+        ("topology.links={pcie_bw_gbs: ${nowhere}}", "Interpolation key 'nowhere' not found"),
+    ],
+    ids=["wrong type", "no such resolver", "inside a node"],
+)
+def test_each_kind_of_unresolvable_interpolation_names_its_key(plan_of, line, reason):
+    key, _, value = line.partition("=")
+    plan = plan_of([["workload.seed=0"], [line]])
+    with pytest.raises(ConfigError) as info:
+        screen(plan)
+    assert info.value.key == key
+    assert str(info.value).startswith(f"{key}: {value} does not resolve: ")
+    assert reason in str(info.value)
+
+
+def test_an_interpolation_that_reads_a_value_the_point_sets_is_not_refused(plan_of):
+    """On its own ``${workload.active_pes}`` reads 'all', not an integer; the point
+    sets it to 4 (the stock sweeper composes the whole point: it runs there)."""
+    plan = plan_of([["workload.active_pes=4", "workload.access_bytes=${workload.active_pes}"]])
+    screen(plan)
+    assert plan.task_config(plan.points[0]).workload.access_bytes == 4

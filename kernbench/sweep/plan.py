@@ -21,6 +21,7 @@ says whether a key is a config group, honouring ``hydra.searchpath``), and
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 import re
@@ -305,7 +306,7 @@ def screen(plan: Plan) -> None:
     point gets its ``assigned`` values for the typed path where they allow it.
 
     A value OmegaConf takes but kernbench does not (:mod:`kernbench.sweep.strict`: a
-    boolean key set to ``2``) raises
+    boolean key set to ``2``, an interpolation that does not resolve) raises
     :class:`~kernbench.errors.ConfigError` naming the key and the point."""
     leaves: dict[tuple[int, str], Any] = {}
     for point in plan.points:
@@ -328,13 +329,20 @@ def _screened_leaf(plan: Plan, point: Point, value: Override) -> Any:
         raise ConfigCompositionException(
             f"sweep point #{point.num} ({' '.join(point.overrides)}): {_first_line(exc)}"
         ) from exc
+    alone = strict.unresolved(applied, value)
+    if alone is not None:  # it may read a key another value of the point sets
+        # (if the point does not compose either, the interpolation is the reason given)
+        with contextlib.suppress(ConfigCompositionException):
+            alone = strict.unresolved(apply_values(task, point.values), value)
+        _refuse_value(point, value, alone)
     return typed.leaf_value(applied, value)
 
 
 def value_errors(plan: Plan, point: Point) -> str | None:
     """The first of ``point``'s values that is not a boolean where one is wanted
     (:func:`kernbench.sweep.strict.not_boolean`), as its one-line error, or None: a dry
-    run lists the point invalid, as the real sweep refuses it."""
+    run lists the point invalid, as the real sweep refuses it. (An interpolation that
+    does not resolve fails the point's own composition, which a dry run reports.)"""
     for value in point.values:
         text = strict.not_boolean(plan.shapes[point.shape].task, value)
         if text is not None:
