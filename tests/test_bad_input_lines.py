@@ -11,18 +11,20 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
-from kernbench.config.store import conf_dir, register_configs
+from kernbench.config.store import conf_dir, experiments_dir, register_configs
 from kernbench.errors import ConfigError
 from kernbench.sweep.outputs import location_key
 from kernbench.sweep.plan import Planner, screen
-from kernbench.sweep.sweeper import check_point
+from kernbench.sweep.sweeper import FastSweeper, check_point, count_points
 from tests.test_launchers import run_cli
 
 TINY = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.bytes_per_pe=8192",
@@ -186,3 +188,29 @@ def test_an_interpolation_that_reads_a_value_the_point_sets_is_not_refused(plan_
     plan = plan_of([["workload.active_pes=4", "workload.access_bytes=${workload.active_pes}"]])
     screen(plan)
     assert plan.task_config(plan.points[0]).workload.access_bytes == 4
+
+
+def test_a_key_in_the_presets_grid_and_on_the_command_line_is_one_axis(capsys):
+    """The command line's value wins, as in Hydra's basic sweeper; the dry run's count
+    and the 1,000,000-point limit counted both axes (here 2,000,000 x 2 x 2: refused,
+    though the sweep is 2 x 2 points)."""
+    grid = {"workload.seed": "range(0,2000000)", "workload.access_bytes": "512,4096"}
+    sweeper = FastSweeper(params=grid, dry_run=True)
+    sweeper.hydra_context = SimpleNamespace(config_loader=None)
+    [batch] = sweeper.batches(["workload.seed=0,1"])
+    assert batch == [
+        [f"workload.seed={seed}", f"workload.access_bytes={size}"]
+        for seed in (0, 1)
+        for size in (512, 4096)
+    ]
+    assert capsys.readouterr().out == "dry run: 4 points; composing and checking each\n"
+
+
+def test_the_readme_presets_count_with_a_grid_changed_on_the_command_line():
+    """bw_equivalence: 336 points, 3 access sizes; two on the command line make 224."""
+    params = OmegaConf.load(experiments_dir() / "bw_equivalence.yaml").hydra.sweeper.params
+    lines = [f"{key}={value}" for key, value in params.items()]
+    parse = OverridesParser.create().parse_overrides
+    assert count_points(parse(lines), 10**6) == 336
+    assert count_points(parse([*lines, "workload.access_bytes=4352,65536"]), 10**6) == 224
+    assert count_points(parse([*lines, "workload.access_bytes=4096"]), 10**6) == 112

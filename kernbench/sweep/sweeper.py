@@ -62,24 +62,31 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: setitimer's range, and beyond any poi
 
 
 def count_points(overrides: Sequence[Any], limit: int) -> int:
-    """The grid's size without enumerating it: the product of each sweep's length,
-    counted up to ``limit + 1`` (a range of integers is measured, not walked)."""
-    from hydra.core.override_parser.types import RangeSweep
-
+    """The grid's size without enumerating it: the product of each key's sweep length,
+    counted up to ``limit + 1``. A key given twice (in a preset's grid and on the
+    command line) is one axis, its last value's, as Hydra's basic sweeper takes it
+    (``split_arguments``): counting both made 480 points of 160."""
+    lengths = {o.get_key_element(): _sweep_length(o, limit) for o in overrides}
     total = 1
-    for override in overrides:
-        if not override.is_sweep_override():
-            continue
-        value = override.value()
-        ints = isinstance(value, RangeSweep) and all(
-            isinstance(v, int) for v in (value.start, value.stop, value.step)
-        )
-        if ints:
-            length = len(range(value.start, value.stop, value.step))
-        else:
-            length = sum(1 for _ in itertools.islice(override.sweep_string_iterator(), limit + 1))
+    for length in lengths.values():
         total = min(total * length, limit + 1)
     return total
+
+
+def _sweep_length(override: Any, limit: int) -> int:
+    """How many values ``override`` sets (1 unless it sweeps), counted up to ``limit
+    + 1`` (a range of integers is measured, not walked)."""
+    from hydra.core.override_parser.types import RangeSweep
+
+    if not override.is_sweep_override():
+        return 1
+    value = override.value()
+    ints = isinstance(value, RangeSweep) and all(
+        isinstance(v, int) for v in (value.start, value.stop, value.step)
+    )
+    if ints:
+        return len(range(value.start, value.stop, value.step))
+    return sum(1 for _ in itertools.islice(override.sweep_string_iterator(), limit + 1))
 
 
 class FastLauncher(Launcher):
