@@ -8,11 +8,13 @@ per case, on the small topology with a few KB per PE.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pyarrow.parquet as pq
 import pytest
 from hydra import initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
@@ -20,12 +22,17 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
+from kernbench.cli.entry import before_hydra
+from kernbench.cli.grid import grid_argv
 from kernbench.config.store import conf_dir, experiments_dir, register_configs
 from kernbench.errors import ConfigError
+from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.outputs import location_key
 from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.sweeper import FastSweeper, check_point, count_points
 from tests.test_launchers import run_cli
+
+register_configs()  # as importing kernbench.app does: the pre-check lists the presets
 
 TINY = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.bytes_per_pe=8192",
         "workload.access_bytes=4096", "cache=false")  # fmt: skip
@@ -90,8 +97,6 @@ def test_the_line_names_the_most_specific_location_key_set(kind, task, hydra, ke
 
 def refused_before_hydra(capsys, *argv: str) -> str:
     """The one line ``kernbench ARGV`` prints before Hydra runs (exit 1)."""
-    from kernbench.cli.entry import before_hydra
-
     with pytest.raises(SystemExit) as info:
         before_hydra(list(argv))
     assert info.value.code == 1
@@ -214,3 +219,71 @@ def test_the_readme_presets_count_with_a_grid_changed_on_the_command_line():
     assert count_points(parse(lines), 10**6) == 336
     assert count_points(parse([*lines, "workload.access_bytes=4352,65536"]), 10**6) == 224
     assert count_points(parse([*lines, "workload.access_bytes=4096"]), 10**6) == 112
+
+
+# The README's way to change a preset's grid ("Sweeps and studies"), as written there.
+README_GRID = "hydra.sweeper.params.workload.access_bytes=4352,65536"
+
+
+def test_the_readmes_preset_grid_override_runs(tmp_path):
+    """It was refused by Hydra ("Sweeping over Hydra's configuration is not supported";
+    quoted: "Key 'workload' is not in struct"). The other axes are narrowed the same
+    way, to one value each, so the run is 2 points."""
+    sweep = tmp_path / "sweep"
+    narrowed = {"channel_mapping": "n_to_one", "topology.pes_per_cube": "4",
+                "topology.cube.memory_map.hbm_pseudo_channels": "32", "traffic": "local",
+                "sim.fabric": "fair"}  # fmt: skip
+    proc = kernbench(tmp_path, "-m", "+experiment=bw_equivalence", README_GRID,
+                     *(f"hydra.sweeper.params.{k}={v}" for k, v in narrowed.items()),
+                     "workload.bytes_per_pe=65536", "cache=false",
+                     f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = pq.read_table(sweep / MERGED_FILE).to_pylist()
+    assert [(r["workload.access_bytes"], r["status"]) for r in rows] == [
+        (4352, "ok"),
+        (65536, "ok"),
+    ]
+    assert {r["topology.cube.memory_map.hbm_mapping_mode"] for r in rows} == {"n_to_one"}
+
+
+def test_a_grid_entry_set_on_the_command_line_replaces_the_presets_axis_in_place():
+    """Hydra is handed the entry's own line (a quoted value: its content), which the
+    sweeper takes in place of the preset's entry: the same points, in the preset's
+    order, as if the preset's YAML said 4352,65536; a key it lacks is a new axis."""
+    argv = ["-m", "+experiment=bw_equivalence", README_GRID,
+            "hydra.sweeper.params.workload.seed='0,1'", "workload.outstanding=2"]  # fmt: skip
+    rewritten = grid_argv(argv, argv[1:])
+    assert rewritten == ["-m", "+experiment=bw_equivalence", "workload.access_bytes=4352,65536",
+                         "workload.seed=0,1", "workload.outstanding=2"]  # fmt: skip
+    preset = OmegaConf.load(experiments_dir() / "bw_equivalence.yaml").hydra.sweeper.params
+    edited = {**preset, "workload.access_bytes": "4352,65536", "workload.seed": "0,1"}
+    sweeper = FastSweeper(params=dict(preset))
+    sweeper.hydra_context = SimpleNamespace(config_loader=None)
+    [points] = sweeper.batches(rewritten[2:])
+    assert len(points) == 224 * 2
+    assert points == [[*p, "workload.outstanding=2"] for p in grid_points(edited)]
+    single = ["+experiment=bw_equivalence", "hydra.sweeper.params.traffic=local"]
+    assert before_hydra(single) == single  # a single run reads no grid: left to Hydra
+    assert before_hydra(argv) == rewritten
+
+
+def grid_points(params: dict) -> list[list[str]]:
+    """The points a grid alone gives, in order (Hydra's basic sweeper's product)."""
+    axes = [[f"{k}={v}" for v in str(values).split(",")] for k, values in params.items()]
+    return [list(p) for p in itertools.product(*axes)]
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (
+            "hydra.sweeper.params.workload.acess_bytes=512,4096",
+            "workload.acess_bytes: no such key; did you mean workload.access_bytes?",
+        ),
+        ("hydra.sweeper.params.sim.trace=true,2", "sim.trace=2: not true or false"),
+    ],
+    ids=["typo", "boolean"],
+)
+def test_a_grid_entry_on_the_command_line_is_checked_as_any_override(capsys, override, line):
+    line_printed = refused_before_hydra(capsys, "-m", "+experiment=bw_equivalence", override)
+    assert line_printed == f"kernbench: error: {line}"
