@@ -97,7 +97,7 @@ def main() -> None:
     ``--help``, ``--keys``, ``--cfg job`` and overrides that cannot be right are
     answered before Hydra runs (:mod:`kernbench.cli`).
     """
-    entry.before_hydra(sys.argv[1:])
+    sys.argv[1:] = entry.before_hydra(sys.argv[1:])  # what Hydra's main reads
     _hydra_task()
     outcome = callbacks.pop_outcome()
     if outcome is None:

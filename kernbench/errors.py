@@ -29,3 +29,15 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:  # a surrogate that stands for no byte
         raw = text.encode("utf-8", "backslashreplace")
     return raw.decode("utf-8", "backslashreplace")
+
+
+# Control characters as an error line shows them: a value typed with a newline (a quoted
+# one, or a shell's $'...') must not split the line that quotes it.
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, 0x85)}
+_ESCAPES |= {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that ends or breaks a line escaped (``\\n``), so
+    an error that quotes what was typed stays the one line it is meant to be."""
+    return text.translate(_ESCAPES)

@@ -81,7 +81,7 @@ def _gated(max_work: int):
 def single_run(argv: list[str], out_dir: Path) -> int:
     """``kernbench <argv>`` (a single run), as ``kernbench.app.main`` does it."""
     try:
-        entry.before_hydra(argv)
+        argv = entry.before_hydra(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
     try:

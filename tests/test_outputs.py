@@ -49,8 +49,10 @@ def test_an_output_root_that_is_a_file_is_one_line(tmp_path, multirun):
         tmp_path, *args, *SMALL, "workload.bytes_per_pe=4096", "paths.root=blocker/out"
     )
     assert proc.returncode == 1
-    line = one_error(proc.stderr)  # names the run's (the sweep's) own directory in out/
-    assert line.startswith(f"kernbench: error: cannot write {tmp_path / 'blocker' / 'out'}/")
+    line = one_error(proc.stderr)  # names the key, and the run's (sweep's) directory in out/
+    assert line.startswith(
+        f"kernbench: error: paths.root: cannot write {tmp_path / 'blocker' / 'out'}/"
+    )
     assert line.endswith(": Not a directory")
 
 

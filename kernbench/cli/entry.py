@@ -1,7 +1,8 @@
 """What ``kernbench`` does with its arguments before Hydra: the one hook ``app.main``
 calls. ``--help``/``-h`` and ``--keys`` print generated help, ``--version`` the version
 and the build (``compiled`` or ``pure``), ``--cfg job`` shows the validated config, and
-any override (or ``KERNBENCH_PURE`` value) that cannot be right exits with one line."""
+any override (or ``KERNBENCH_PURE`` value) that cannot be right exits with one line;
+a preset's grid entry set on the command line is handed to Hydra in a form it takes."""
 
 from __future__ import annotations
 
@@ -12,13 +13,17 @@ from collections.abc import Sequence
 from hydra._internal.utils import get_args_parser  # the parser hydra.main itself uses
 
 import kernbench
+from kernbench.cli.grid import entry_line, grid_argv
 from kernbench.cli.help import help_text, key_table
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import show_job_config
+from kernbench.errors import one_line
 
 
-def before_hydra(argv: Sequence[str]) -> None:
-    """Handle what kernbench answers itself (exiting), or return to let Hydra run."""
+def before_hydra(argv: Sequence[str]) -> list[str]:
+    """Handle what kernbench answers itself (exiting), or return the arguments Hydra is
+    to run with: ``argv``, with a sweep's ``hydra.sweeper.params.<key>=...`` given as
+    the line the sweeper is to read (:mod:`kernbench.cli.grid`)."""
     try:
         kernbench.pure_requested()
     except ValueError as exc:
@@ -32,10 +37,14 @@ def before_hydra(argv: Sequence[str]) -> None:
         _page(help_text(args.overrides))
     if args.cfg == "job" and not args.multirun and args.package is None:
         raise SystemExit(show_job_config(args.overrides))
+    overrides = list(args.overrides)
+    if args.multirun:  # a preset's grid entry as the line the sweeper is to read
+        argv, overrides = grid_argv(argv, overrides), [entry_line(o) or o for o in overrides]
     try:
-        check_overrides(args.overrides, multirun=args.multirun)
+        check_overrides(overrides, multirun=args.multirun)
     except UsageError as exc:
         _fail(str(exc))
+    return list(argv)
 
 
 def version_text() -> str:
@@ -44,7 +53,8 @@ def version_text() -> str:
 
 
 def _fail(message: str) -> None:
-    print(f"kernbench: error: {message}", file=sys.stderr)
+    """One line, whatever the message quotes (a value holding a newline)."""
+    print(f"kernbench: error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(1)
 
 

@@ -10,8 +10,9 @@ accepts. :func:`precheck` reads the overrides with Hydra's own parser and, for e
 - a key must be a schema key (of the chosen workload, for ``workload.*``), else
   "did you mean" the closest ones;
 - each value (every value of a sweep) must fit the key's type: an enum's choices, an
-  int, a float, a bool; ``paths.root`` must not be empty and ``paths.sweep_name`` must
-  stay under it.
+  int, a float, a boolean (``true`` or ``false`` only, not the ``2``, ``yes`` or ``0``
+  OmegaConf would also take); ``paths.root`` must not be empty and
+  ``paths.sweep_name`` must stay under it.
 
 A syntax error is Hydra's message on one line. ``+key=`` additions (checked by
 validation), ``~key`` deletions, ``hydra.*`` keys and range/interval sweeps are left
@@ -412,6 +413,9 @@ def _check_type(key: Key, value: Any) -> None:
         return
     if key.field_type is Any:
         return
+    if key.field_type is bool and value is not None and not isinstance(value, bool):
+        # OmegaConf takes 2, -1, yes, off or "0" as a boolean: kernbench only a boolean
+        raise UsageError(f"{key.name}={value}: not {KINDS['bool']}")
     if value is None:
         if type(None) not in typing.get_args(key.field_type):  # only Optional keys take null
             allowed = f"one of {', '.join(key.choices)}" if key.choices else KINDS.get(key.type)

@@ -48,7 +48,7 @@ class OutputsWritable(Callback):
     checked before its first job (the fast sweeper checks its directory itself)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        outputs.check_writable(str(config.hydra.run.dir))
+        outputs.check_writable(str(config.hydra.run.dir), outputs.location_key(config, "run"))
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if not progress.is_stock_sweep(config):

@@ -3,7 +3,8 @@ foreign directory. Those are one line naming the path and the system's reason, a
 exit 1 — not chained tracebacks, and not a table that looks complete.
 
 :func:`check_writable` runs before Hydra writes a run's or a sweep's first file (the
-``OutputsWritable`` callback, :mod:`kernbench.sweep.callbacks`); :func:`reported`
+``OutputsWritable`` callback, :mod:`kernbench.sweep.callbacks`) and its line also names
+the key that placed the directory (``paths.root: cannot write ...``); :func:`reported`
 wraps the writing itself, since a disk can fill at any moment.
 """
 
@@ -16,6 +17,8 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import printable
 
@@ -35,6 +38,12 @@ WRITE_ERRORS = frozenset(
 # Free space a run needs before it starts: its records and one row are a few KB; a
 # sweep's table ~1 KB a point. Below this, the first write would fail part way.
 MIN_FREE_BYTES = 1 << 20
+# The keys that place a run's (a sweep's) directory, the most specific first: the one
+# the command line set is the one to change when the directory cannot be written.
+LOCATION_KEYS = {
+    "run": ("hydra.run.dir", "paths.run_dir", "paths.root"),
+    "sweep": ("hydra.sweep.dir", "paths.sweep_dir", "paths.root", "paths.sweep_name"),
+}
 
 
 def message(exc: OSError, where: Path | str | None = None) -> str:
@@ -57,14 +66,29 @@ def reported(where: Path | str | None = None) -> Iterator[None]:
         raise SystemExit(1) from None
 
 
-def check_writable(directory: Path | str) -> None:
+def check_writable(directory: Path | str, key: str | None = None) -> None:
     """Make ``directory`` (and its parents), write and remove a file in it, and see
-    that its file system has :data:`MIN_FREE_BYTES` free; else one line and exit 1."""
+    that its file system has :data:`MIN_FREE_BYTES` free; else one line naming ``key``
+    (the setting that put it there) and exit 1. Any error of the system counts, not
+    only :data:`WRITE_ERRORS`: under ``/proc`` making a directory says "No such file or
+    directory", and nothing has been written yet that a traceback would explain."""
     directory = Path(directory)
-    with reported(directory):
+    try:
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=directory):
             pass
         stat = os.statvfs(directory)
         if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(directory))
+    except OSError as exc:
+        text = message(exc, directory)
+        print(f"kernbench: error: {f'{key}: ' if key else ''}{text}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+
+
+def location_key(config: DictConfig, kind: str) -> str:
+    """The key that placed the ``kind`` ("run" or "sweep") directory: the most specific
+    of :data:`LOCATION_KEYS` the command line set, else ``paths.root``."""
+    lists = OmegaConf.to_container(config.hydra.overrides, resolve=False)  # as typed
+    given = {str(line).lstrip("+~").partition("=")[0] for lines in lists.values() for line in lines}
+    return next((key for key in LOCATION_KEYS[kind] if key in given), "paths.root")

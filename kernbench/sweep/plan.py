@@ -21,6 +21,7 @@ says whether a key is a config group, honouring ``hydra.searchpath``), and
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 import re
@@ -37,7 +38,8 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
-from kernbench.sweep import typed
+from kernbench.errors import ConfigError
+from kernbench.sweep import strict, typed
 
 _NAME = re.compile(r"[A-Za-z_]\w*")  # the names an interpolation's text can refer to
 
@@ -301,22 +303,57 @@ def screen(plan: Plan) -> None:
     ``a=1``) is caught when the point is composed, and becomes its error row.
 
     Each applied override also gives the typed leaf value OmegaConf stored, so each
-    point gets its ``assigned`` values for the typed path where they allow it."""
+    point gets its ``assigned`` values for the typed path where they allow it.
+
+    A value OmegaConf takes but kernbench does not (:mod:`kernbench.sweep.strict`: a
+    boolean key set to ``2``, an interpolation that does not resolve) raises
+    :class:`~kernbench.errors.ConfigError` naming the key and the point."""
     leaves: dict[tuple[int, str], Any] = {}
     for point in plan.points:
         for value in point.values:
             key = (point.shape, value.input_line)
-            if key in leaves:
-                continue
-            try:
-                applied = apply_values(plan.shapes[point.shape].task, [value])
-            except ConfigCompositionException as exc:
-                raise ConfigCompositionException(
-                    f"sweep point #{point.num} ({' '.join(point.overrides)}): {_first_line(exc)}"
-                ) from exc
-            leaves[key] = typed.leaf_value(applied, value)
+            if key not in leaves:
+                leaves[key] = _screened_leaf(plan, point, value)
         point_leaves = [leaves[(point.shape, v.input_line)] for v in point.values]
         point.assigned = typed.assignments(point_leaves, point.values)
+
+
+def _screened_leaf(plan: Plan, point: Point, value: Override) -> Any:
+    """``value`` applied on its own to ``point``'s shape, refused if it is wrong there;
+    else the leaf value it stores (:func:`kernbench.sweep.typed.leaf_value`)."""
+    task = plan.shapes[point.shape].task
+    _refuse_value(point, value, strict.not_boolean(task, value))
+    try:
+        applied = apply_values(task, [value])
+    except ConfigCompositionException as exc:
+        raise ConfigCompositionException(
+            f"sweep point #{point.num} ({' '.join(point.overrides)}): {_first_line(exc)}"
+        ) from exc
+    alone = strict.unresolved(applied, value)
+    if alone is not None:  # it may read a key another value of the point sets
+        # (if the point does not compose either, the interpolation is the reason given)
+        with contextlib.suppress(ConfigCompositionException):
+            alone = strict.unresolved(apply_values(task, point.values), value)
+        _refuse_value(point, value, alone)
+    return typed.leaf_value(applied, value)
+
+
+def value_errors(plan: Plan, point: Point) -> str | None:
+    """The first of ``point``'s values that is not a boolean where one is wanted
+    (:func:`kernbench.sweep.strict.not_boolean`), as its one-line error, or None: a dry
+    run lists the point invalid, as the real sweep refuses it. (An interpolation that
+    does not resolve fails the point's own composition, which a dry run reports.)"""
+    for value in point.values:
+        text = strict.not_boolean(plan.shapes[point.shape].task, value)
+        if text is not None:
+            return f"{value.key_or_group}: {text}"
+    return None
+
+
+def _refuse_value(point: Point, value: Override, text: str | None) -> None:
+    if text is not None:
+        where = f"sweep point #{point.num}: {' '.join(point.overrides)}"
+        raise ConfigError(value.key_or_group, f"{text} ({where})")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -38,10 +38,10 @@ from hydra.plugins.sweeper import Sweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf
 
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, one_line
 from kernbench.files import write_atomic
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
-from kernbench.sweep.plan import Plan, Planner, screen, without_hydra
+from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
@@ -63,24 +63,31 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: setitimer's range, and beyond any poi
 
 
 def count_points(overrides: Sequence[Any], limit: int) -> int:
-    """The grid's size without enumerating it: the product of each sweep's length,
-    counted up to ``limit + 1`` (a range of integers is measured, not walked)."""
-    from hydra.core.override_parser.types import RangeSweep
-
+    """The grid's size without enumerating it: the product of each key's sweep length,
+    counted up to ``limit + 1``. A key given twice (in a preset's grid and on the
+    command line) is one axis, its last value's, as Hydra's basic sweeper takes it
+    (``split_arguments``): counting both made 480 points of 160."""
+    lengths = {o.get_key_element(): _sweep_length(o, limit) for o in overrides}
     total = 1
-    for override in overrides:
-        if not override.is_sweep_override():
-            continue
-        value = override.value()
-        ints = isinstance(value, RangeSweep) and all(
-            isinstance(v, int) for v in (value.start, value.stop, value.step)
-        )
-        if ints:
-            length = len(range(value.start, value.stop, value.step))
-        else:
-            length = sum(1 for _ in itertools.islice(override.sweep_string_iterator(), limit + 1))
+    for length in lengths.values():
         total = min(total * length, limit + 1)
     return total
+
+
+def _sweep_length(override: Any, limit: int) -> int:
+    """How many values ``override`` sets (1 unless it sweeps), counted up to ``limit
+    + 1`` (a range of integers is measured, not walked)."""
+    from hydra.core.override_parser.types import RangeSweep
+
+    if not override.is_sweep_override():
+        return 1
+    value = override.value()
+    ints = isinstance(value, RangeSweep) and all(
+        isinstance(v, int) for v in (value.start, value.stop, value.step)
+    )
+    if ints:
+        return len(range(value.start, value.stop, value.step))
+    return sum(1 for _ in itertools.islice(override.sweep_string_iterator(), limit + 1))
 
 
 class FastLauncher(Launcher):
@@ -278,7 +285,7 @@ class FastSweeper(Sweeper):
                 callbacks.nothing_to_merge(sweep_dir)
                 return dry_run(plan, is_point_task(self.task_function))
             screen(plan)
-            outputs.check_writable(sweep_dir)
+            outputs.check_writable(sweep_dir, outputs.location_key(self.config, "sweep"))
             with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs, self.resume):
                 write_atomic(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(self.config))
                 if not is_point_task(self.task_function):
@@ -367,7 +374,7 @@ def parent() -> tuple[str, int]:
 def _refuse(key: str, message: str) -> NoReturn:
     """One line and exit 1, before anything is written (a SystemExit passes through
     Hydra's error report, which would add lines of its own)."""
-    print(f"kernbench: error: {ConfigError(key, message)}", file=sys.stderr)
+    print(f"kernbench: error: {one_line(str(ConfigError(key, message)))}", file=sys.stderr)
     raise SystemExit(1)
 
 
@@ -402,6 +409,9 @@ def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
         if not kernbench:
             plan.job_config(point)
             return None
+        refused = value_errors(plan, point)
+        if refused is not None:
+            return refused
         job.prepare(plan.task_config(point))
     except Exception as exc:
         return job.error_message(exc.__cause__ if exc.__cause__ is not None else exc)
