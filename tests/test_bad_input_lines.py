@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,7 +31,7 @@ from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.outputs import location_key
 from kernbench.sweep.plan import Planner, screen
 from kernbench.sweep.sweeper import FastSweeper, check_point, count_points
-from tests.test_launchers import run_cli
+from tests.test_launchers import environment, run_cli
 
 register_configs()  # as importing kernbench.app does: the pre-check lists the presets
 
@@ -287,3 +288,31 @@ def grid_points(params: dict) -> list[list[str]]:
 def test_a_grid_entry_on_the_command_line_is_checked_as_any_override(capsys, override, line):
     line_printed = refused_before_hydra(capsys, "-m", "+experiment=bw_equivalence", override)
     assert line_printed == f"kernbench: error: {line}"
+
+
+DRY = "hydra.sweeper.dry_run=true"
+
+
+@pytest.mark.parametrize(
+    ("grid", "status"),
+    [("workload.outstanding=1,2", 0), ("workload.outstanding=1,99", 1)],
+    ids=["valid", "invalid"],
+)
+def test_a_dry_run_into_a_closed_pipe_stops_quietly(tmp_path, grid, status):
+    """``kernbench -m ... dry_run=true | head`` where head has gone: no BrokenPipeError
+    traceback, and the dry run's own status (1: a point is invalid), as kernbench
+    --keys and kernbench-report do. The pipe's reader is closed before the run starts,
+    so the first line written meets it, whatever the timing."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "kernbench.app", "-m", *TINY, grid, DRY],
+            cwd=tmp_path, env=environment(), stdout=write, stderr=subprocess.PIPE, text=True,
+            timeout=300,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert proc.returncode == status, proc.stderr[-2000:]
+    expected = "kernbench: error: 1 of 2 sweep points are invalid\n" if status else ""
+    assert proc.stderr == expected

@@ -92,3 +92,15 @@ def location_key(config: DictConfig, kind: str) -> str:
     lists = OmegaConf.to_container(config.hydra.overrides, resolve=False)  # as typed
     given = {str(line).lstrip("+~").partition("=")[0] for lines in lists.values() for line in lines}
     return next((key for key in LOCATION_KEYS[kind] if key in given), "paths.root")
+
+
+def say(text: str) -> None:
+    """Print ``text`` to standard output; if its reader has gone (``kernbench -m ...
+    dry_run=true | head``), drop this and every later line instead of failing with a
+    BrokenPipeError traceback: the command goes on to its own exit status. Standard
+    output is pointed at ``/dev/null``, as Python's documentation advises, so that the
+    interpreter's last flush does not fail again on the way out."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

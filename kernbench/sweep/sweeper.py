@@ -218,7 +218,7 @@ class FastSweeper(Sweeper):
         count = count_points(overrides, MAX_POINTS)
         if self.dry_run:
             shown = f"{count:,}" if count <= MAX_POINTS else f"more than {MAX_POINTS:,}"
-            print(f"dry run: {shown} points; composing and checking each", flush=True)
+            outputs.say(f"dry run: {shown} points; composing and checking each")
         if count > MAX_POINTS:
             _refuse(
                 "hydra.sweeper.params",
@@ -382,16 +382,7 @@ def dry_run(plan: Plan, kernbench: bool) -> list[str]:
     """Compose (and for kernbench validate) every point; print what would run."""
     errors = {p.num: check_point(plan, p, kernbench) for p in plan.points}
     invalid = {num: e for num, e in errors.items() if e is not None}
-    print(
-        f"dry run: {len(plan.points)} points in {len(plan.shapes)} shapes,"
-        f" {len(invalid)} invalid; nothing was run"
-    )
-    for n, shape in enumerate(plan.shapes):
-        count = sum(p.shape == n for p in plan.points)
-        print(f"  shape {n} ({count} points): {shape.describe()}")
-    for point in plan.points:
-        if point.num in invalid:
-            print(f"  invalid #{point.num} ({' '.join(point.overrides)}): {invalid[point.num]}")
+    _print_dry_run(plan, invalid)
     if invalid:
         print(
             f"kernbench: error: {len(invalid)} of {len(plan.points)} sweep points are invalid",
@@ -399,6 +390,20 @@ def dry_run(plan: Plan, kernbench: bool) -> list[str]:
         )
         raise SystemExit(1)
     return []
+
+
+def _print_dry_run(plan: Plan, invalid: dict[int, str]) -> None:
+    outputs.say(
+        f"dry run: {len(plan.points)} points in {len(plan.shapes)} shapes,"
+        f" {len(invalid)} invalid; nothing was run"
+    )
+    for n, shape in enumerate(plan.shapes):
+        count = sum(p.shape == n for p in plan.points)
+        outputs.say(f"  shape {n} ({count} points): {shape.describe()}")
+    for point in plan.points:
+        if point.num in invalid:
+            overrides = " ".join(point.overrides)
+            outputs.say(f"  invalid #{point.num} ({overrides}): {invalid[point.num]}")
 
 
 def check_point(plan: Plan, point: Any, kernbench: bool) -> str | None:
