@@ -279,7 +279,8 @@ def grid_points(params: dict) -> list[list[str]]:
     [
         (
             "hydra.sweeper.params.workload.acess_bytes=512,4096",
-            "workload.acess_bytes: no such key; did you mean workload.access_bytes?",
+            "workload.acess_bytes: no such key; did you mean workload.access_bytes?"
+            " (kernbench --help lists every key)",
         ),
         ("hydra.sweeper.params.sim.trace=true,2", "sim.trace=2: not true or false"),
     ],

@@ -23,11 +23,13 @@ register_configs()
 USAGE_CASES = [
     (
         "workload.acess_bytes=4096",
-        "workload.acess_bytes: no such key; did you mean workload.access_bytes?",
+        "workload.acess_bytes: no such key; did you mean workload.access_bytes?"
+        " (kernbench --help lists every key)",
     ),
     (
         "tolopogy.pes_per_cube=2",
-        "tolopogy.pes_per_cube: no such key; did you mean topology.pes_per_cube?",
+        "tolopogy.pes_per_cube: no such key; did you mean topology.pes_per_cube?"
+        " (kernbench --help lists every key)",
     ),
     (
         "workload=base_stream",
@@ -48,7 +50,8 @@ USAGE_CASES = [
     (  # issue 22: the start of a key's last part, from another parent
         "topology.fixed=0",
         "topology.fixed: no such key;"
-        " did you mean topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles?",
+        " did you mean topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles?"
+        " (kernbench --help lists every key)",
     ),
     ("address.model=xx", "address.model=xx: not one of pa, va, la"),
     ("topology.links.pe_noc_bw_gbs=fast", "topology.links.pe_noc_bw_gbs=fast: not a number"),
@@ -96,6 +99,42 @@ FUZZ_FOUND = [
         " write a list with commas: workload.access_bytes=512,4096",
     ),
     (["-m", "8"], "kernbench: error: 8: not an override: write key=value"),
+    # Issue 38: the suggestion keeps every value the shell split off, not the first.
+    (
+        ["-m", "workload.outstanding=1", "2", "4"],
+        "kernbench: error: 2: not an override (a list written with spaces?);"
+        " write a list with commas: workload.outstanding=1,2,4",
+    ),
+    (
+        ["-m", "workload.outstanding=1,", "2,", "4", "topology=small"],
+        "kernbench: error: 2,: not an override (a list written with spaces?);"
+        " write a list with commas: workload.outstanding=1,2,4",
+    ),
+    # Issue 38: what to type instead of a value meant as one.
+    (
+        ["-m", "workload.outstanding=[4096,65536]"],
+        "kernbench: error: workload.outstanding=[4096, 65536]: not an integer; [...] is one"
+        " value, a list: to sweep over them write workload.outstanding=4096,65536 (with -m)",
+    ),
+    (
+        ["workload.access_bytes=64KiB"],
+        "kernbench: error: workload.access_bytes=64KiB: not an integer; sizes are in bytes,"
+        " with no unit: write 65536",
+    ),
+    (
+        ["workload.bytes_per_pe=2MB"],
+        "kernbench: error: workload.bytes_per_pe=2MB: not an integer; sizes are in bytes,"
+        " with no unit: write 2000000",
+    ),
+    (
+        ["workload.access_bytes=1e3"],
+        "kernbench: error: workload.access_bytes=1000.0: not an integer (Hydra reads it as"
+        " the number 1000.0): write 1000",
+    ),
+    (  # a size key's unit hint is for sizes only
+        ["topology.pes_per_cube=4k"],
+        "kernbench: error: topology.pes_per_cube=4k: not an integer",
+    ),
 ]
 
 
@@ -139,7 +178,7 @@ GOOD = [
     ["workload.access_bytes=1024,4096", "channel_mapping=one_to_one,n_to_one"],
     ["+experiment=bw_equivalence", "hydra/launcher=basic", "hydra.sweep.dir=x"],
     ["workload.active_pes=1", "workload.active_pes=all", "cache=false", "sim.trace=true"],
-    ["topology.cube.memory_map.hbm_channels_per_pe=8", "+workload.bogus=1", "~sim.oplog"],
+    ["topology.cube.memory_map.hbm_channels_per_pe=8", "+hydra.job.env_set.X=1", "~sim.oplog"],
 ]
 
 
@@ -153,6 +192,7 @@ def test_app_typo_is_one_line_and_no_run(run_app):
     assert run.returncode == 1
     assert run.stderr.splitlines() == [
         "kernbench: error: workload.acess_bytes: no such key; did you mean workload.access_bytes?"
+        " (kernbench --help lists every key)"
     ]
     assert run.rows() == []
 

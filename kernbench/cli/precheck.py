@@ -21,8 +21,9 @@ to Hydra.
 
 from __future__ import annotations
 
+import re
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import make_dataclass
 from functools import cache
 from pathlib import Path
@@ -41,6 +42,7 @@ from kernbench.config import objective
 from kernbench.config.columns import NUMBER, TEXT, metric_columns
 from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir, experiments_dir
 from kernbench.errors import ConfigError, printable
+from kernbench.units import unit_of
 
 HIDDEN_PREFIX = "base_"  # schema nodes the workload YAMLs build on, not options
 DEFAULT_WORKLOAD = "stream"
@@ -83,6 +85,8 @@ def check_overrides(overrides: Sequence[str], multirun: bool = True) -> None:
             _check_group_keys(override, workloads)
         elif not override.is_add() and not override.is_force_add():
             _check_key(override, workloads)
+        else:
+            _check_added(override, workloads)
 
 
 def _check_text(line: str) -> None:
@@ -124,7 +128,12 @@ def _check_split_list(overrides: list[str]) -> None:
         before = next((o for o in reversed(overrides[:i]) if "=" in o), None)
         if before is None:
             raise UsageError(f"{line}: not an override: write key=value")
-        joined = before.rstrip(",") + "," + line.strip().lstrip(",")
+        rest = []  # every word of the split list, not only this one
+        for word in overrides[i:]:
+            if "=" in word or word.startswith("~"):
+                break
+            rest += [v for v in word.strip().split(",") if v]
+        joined = ",".join([before.rstrip(","), *rest])
         raise UsageError(
             f"{line}: not an override (a list written with spaces?);"
             f" write a list with commas: {joined}"
@@ -256,7 +265,7 @@ def _check_key(override: Override, workloads: list[str] | None) -> None:
     if name not in keys:
         if any(k.startswith(name + ".") for k in keys):
             return  # a whole node (``topology.links={...}``): OmegaConf checks inside
-        raise UsageError(f"{name}: no such key{did_you_mean(name, keys)}")
+        raise UsageError(no_such_key(name, _near_keys(name, workloads)))
     if name.startswith("workload.") and workloads:
         _check_workload_key(name, workloads)
     for value in _values(override):
@@ -390,6 +399,25 @@ def _check_location(name: str, value: Any) -> None:
             )
 
 
+def _check_added(override: Override, workloads: list[str] | None) -> None:
+    """``+key=value`` adds a key, which kernbench's schemas do not take (the run would
+    refuse it later, naming the workload's keys): said here, before anything runs."""
+    name, keys = override.key_or_group, schema_keys()
+    parent = name.rpartition(".")[0]
+    if name not in keys and any(k.startswith(parent + ".") for k in keys):
+        near = _near_keys(name, workloads)
+        raise UsageError(no_such_key(name, near, "; '+' adds a key, and the config takes none"))
+
+
+def _near_keys(name: str, workloads: list[str] | None) -> list[str]:
+    """The keys a mistyped ``name`` is offered from: a workload key from the keys of
+    the workloads this command runs (not every workload's), any other from all."""
+    if not name.startswith("workload.") or not workloads:
+        return list(schema_keys())
+    schemas = [_schema_of_option(o) for o in workloads]
+    return [k for schema in schemas if schema for k in sorted(workload_keys(schema))]
+
+
 def workloads_with(name: str) -> list[str]:
     """The workload options whose schema has the key ``name``."""
     options = group_options()["workload"]
@@ -426,7 +454,45 @@ def _check_type(key: Key, value: Any) -> None:
         typed.v = value
     except OmegaConfBaseException:
         allowed = f"one of {', '.join(key.choices)}" if key.choices else KINDS.get(key.type)
-        raise UsageError(f"{key.name}={value}: not {allowed or key.type}") from None
+        hint = _type_hint(key, value)
+        raise UsageError(f"{key.name}={value}: not {allowed or key.type}{hint}") from None
+
+
+# A size written with a unit: 64KiB, 1.5 MB, 2g. Binary prefixes with an i, decimal without.
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt])(i?)b?", re.IGNORECASE)
+
+
+def _type_hint(key: Key, value: Any) -> str:
+    """What to type instead, for the values a user meant as one: a list in brackets
+    (a sweep is written with commas), a size with a unit (keys take bytes), a whole
+    number Hydra read as a float (``1e3``)."""
+    name = key.name
+    if isinstance(value, list) and key.type in KINDS:
+        values = ",".join(str(v) for v in value)
+        return f"; [...] is one value, a list: to sweep over them write {name}={values} (with -m)"
+    if isinstance(value, float) and value.is_integer() and key.type == "int":
+        return f" (Hydra reads it as the number {value!r}): write {int(value)}"
+    match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is not None and unit_of(name) == "B" and key.type == "int":
+        number, prefix, binary = match.groups()
+        base = 1024 if binary else 1000
+        count = float(number) * base ** ("kmgt".index(prefix.lower()) + 1)
+        if count.is_integer():
+            return f"; sizes are in bytes, with no unit: write {int(count)}"
+    return ""
+
+
+def no_such_key(name: str, keys: Iterable[str], note: str = "") -> str:
+    """``name: no such key``, then the keys closest to it, or else its siblings (the
+    keys under the same parent), ``note``, and where every key is listed."""
+    keys = list(keys)
+    near = did_you_mean(name, keys)
+    if not near:
+        parent = name.rpartition(".")[0]
+        siblings = [k.rpartition(".")[2] for k in keys if k.rpartition(".")[0] == parent]
+        if parent and siblings:
+            near = f"; {parent} has {', '.join(siblings)}"
+    return f"{name}: no such key{near}{note} (kernbench --help lists every key)"
 
 
 @cache

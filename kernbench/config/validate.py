@@ -99,8 +99,11 @@ def _no_unknown_keys(cfg: KernBenchConfig, nodes: list[tuple[str, Any]]) -> None
         for name in names:
             if name not in known:
                 where = f"{key}.{name}" if key else name
+                owner = f"workload={cfg.workload.name}" if key == "workload" else key or "config"
                 raise ConfigError(
-                    where, f"is not a key of {type(node).__name__} (known: {', '.join(known)})"
+                    where,
+                    f"no such key in {owner} (its keys: {', '.join(known)}); kernbench --help"
+                    " lists every key",
                 )
 
 
