@@ -40,7 +40,7 @@ from kernbench.config import objective
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.job import JobId, run_job
 from kernbench.results import RESULT_FILE, STATUS_OK
-from kernbench.sweep import callbacks, outputs
+from kernbench.sweep import callbacks, outputs, stop
 from kernbench.sweep.cache import PointCache
 from kernbench.sweep.points import point_task
 from kernbench.sweep.progress import RunBar
@@ -98,7 +98,11 @@ def main() -> None:
     answered before Hydra runs (:mod:`kernbench.cli`).
     """
     sys.argv[1:] = entry.before_hydra(sys.argv[1:])  # what Hydra's main reads
-    _hydra_task()
+    try:
+        _hydra_task()
+    except KeyboardInterrupt:  # a single run (a sweep handles its own stop: kernbench.sweep.stop)
+        print("kernbench: interrupted: the run stopped; no result was written", file=sys.stderr)
+        stop.leave(130)
     outcome = callbacks.pop_outcome()
     if outcome is None:
         return

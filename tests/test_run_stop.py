@@ -1,0 +1,42 @@
+"""Ctrl-C on a single run (not a sweep, whose stop is kernbench.sweep.stop's): one line
+and the shell's status for SIGINT, 130, as the run's own long-run warning promises
+("Ctrl-C stops it"); it was a 50-line KeyboardInterrupt traceback and death by SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+
+from tests.test_launchers import environment
+from tests.test_stop import wait_for
+
+# About a minute of simulation here: every PE streams 64 MiB in 256 B accesses to
+# uniformly chosen PEs, so the signal always lands while the run is under way.
+LONG_RUN = (
+    "workload.bytes_per_pe=67108864",
+    "workload.access_bytes=256",
+    "traffic=uniform",
+    "cache=false",
+)
+
+
+def test_ctrl_c_on_a_single_run_is_one_line_and_130(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernbench.app", *LONG_RUN, f"hydra.run.dir={out}"],
+        cwd=tmp_path, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        wait_for(proc, lambda: (out / ".hydra" / "config.yaml").exists())  # the task began
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("kernbench:")]
+    assert lines == ["kernbench: interrupted: the run stopped; no result was written"]
+    assert not (out / "result.parquet").exists()
+    assert "result:" not in stdout
