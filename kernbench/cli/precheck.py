@@ -21,6 +21,7 @@ to Hydra.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import typing
 from collections.abc import Iterable, Sequence
@@ -68,6 +69,7 @@ def check_overrides(overrides: Sequence[str], multirun: bool = True) -> None:
                 )
     workloads = _chosen_workloads(parsed)
     searched = _searched_options(parsed)
+    _check_plugins_installed(parsed)
     _check_preset_plugins(parsed)
     plugins = _our_plugins(parsed)
     for override in parsed:
@@ -289,6 +291,33 @@ def _chosen_plugins(parsed: list[Override]) -> dict[str, str]:
         if override.key_or_group.startswith("hydra/") and kind in chosen:
             chosen[kind] = str(override.value())
     return chosen
+
+
+# The Hydra plugins an extra of pyproject.toml installs: (kind, option) -> (extra, module).
+EXTRA_PLUGINS = {
+    ("sweeper", "optuna"): ("optuna", "hydra_plugins.hydra_optuna_sweeper"),
+    ("launcher", "ray"): ("ray", "hydra_plugins.hydra_ray_launcher"),
+    ("launcher", "submitit_local"): ("slurm", "hydra_plugins.hydra_submitit_launcher"),
+    ("launcher", "submitit_slurm"): ("slurm", "hydra_plugins.hydra_submitit_launcher"),
+}
+
+
+def _check_plugins_installed(parsed: list[Override]) -> None:
+    """A sweeper or launcher from an extra that is not installed: the install that
+    adds it, instead of Hydra's "Could not find 'hydra/sweeper/optuna'"."""
+    for kind, option in _chosen_plugins(parsed).items():
+        extra, module = EXTRA_PLUGINS.get((kind, option), (None, ""))
+        if extra is None:
+            continue
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:
+            found = False
+        if not found:
+            raise UsageError(
+                f"hydra/{kind}={option} needs the {extra} extra, which is not installed:"
+                f" pip install -e '.[{extra}]' in the kernbench clone"
+            )
 
 
 def _check_preset_plugins(parsed: list[Override]) -> None:
