@@ -10,14 +10,20 @@ written by hand twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli.keys import Key, default_of, schema_keys
-from kernbench.cli.precheck import group_options, searched_options, workloads_with
+from kernbench.cli.precheck import (
+    group_options,
+    schema_of_option,
+    searched_options,
+    workloads_with,
+)
 from kernbench.config.flatten import flatten
-from kernbench.config.store import EXPERIMENT_GROUP, conf_dir
+from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
 from kernbench.config.validate import DERIVED
 
 USAGE = """\
@@ -62,12 +68,20 @@ def groups_text(searched: dict[str, list[str]] | None = None) -> list[str]:
 
 def composed_defaults() -> dict[str, str]:
     """Every key's value as ``kernbench`` composes it with no overrides, and each
-    workload's keys as that workload option composes them."""
+    workload's keys as that workload option gives them. Hydra composes the config
+    once; a workload option is its schema with its YAML file merged over it, which is
+    what its ``defaults: [base_<name>, _self_]`` composes to (a Hydra composition per
+    option made ``--help`` take seconds)."""
     values: dict[str, str] = {}
+    for option in reversed(group_options()["workload"]):
+        schema = WORKLOAD_SCHEMAS.get(schema_of_option(option) or "")
+        if schema is None:
+            continue
+        own = OmegaConf.load(Path(conf_dir()) / "workload" / f"{option}.yaml")
+        own.pop("defaults", None)
+        merged = OmegaConf.merge(OmegaConf.structured(schema), own)
+        values |= {f"workload.{k}": v for k, v in _flat(merged).items()}
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
-        for option in reversed(group_options()["workload"]):
-            flat = _flat(compose(config_name="config", overrides=[f"workload={option}"]))
-            values |= {k: v for k, v in flat.items() if k.startswith("workload.")}
         values |= _flat(compose(config_name="config"))
     return values
 

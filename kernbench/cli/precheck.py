@@ -253,7 +253,7 @@ def _chosen_workloads(parsed: list[Override]) -> list[str] | None:
 
 
 @cache
-def _schema_of_option(option: str) -> str | None:
+def schema_of_option(option: str) -> str | None:
     """The schema node (``base_stream``) a workload option's YAML builds on."""
     path = Path(conf_dir()) / "workload" / f"{option}.yaml"
     if not path.is_file():
@@ -379,7 +379,7 @@ def _check_objective(value: Any, workloads: list[str] | None) -> None:
 def _row_columns(option: str) -> tuple[dict[str, str], dict[str, str]]:
     """A workload option's row columns by kind, and its metric columns: config keys
     (a number if the schema types them int or float) and the metrics it makes."""
-    schema = _schema_of_option(option)
+    schema = schema_of_option(option)
     own = workload_keys(schema or "")
     columns: dict[str, str] = {}
     for name, key in schema_keys().items():
@@ -443,19 +443,19 @@ def _near_keys(name: str, workloads: list[str] | None) -> list[str]:
     the workloads this command runs (not every workload's), any other from all."""
     if not name.startswith("workload.") or not workloads:
         return list(schema_keys())
-    schemas = [_schema_of_option(o) for o in workloads]
+    schemas = [schema_of_option(o) for o in workloads]
     return [k for schema in schemas if schema for k in sorted(workload_keys(schema))]
 
 
 def workloads_with(name: str) -> list[str]:
     """The workload options whose schema has the key ``name``."""
     options = group_options()["workload"]
-    return [o for o in options if name in workload_keys(_schema_of_option(o) or "")]
+    return [o for o in options if name in workload_keys(schema_of_option(o) or "")]
 
 
 def _check_workload_key(name: str, workloads: list[str]) -> None:
     for option in workloads:
-        schema = _schema_of_option(option)
+        schema = schema_of_option(option)
         if schema is not None and name not in workload_keys(schema):
             own = sorted(workload_keys(schema))
             raise UsageError(
