@@ -29,3 +29,10 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:  # a surrogate that stands for no byte
         raw = text.encode("utf-8", "backslashreplace")
     return raw.decode("utf-8", "backslashreplace")
+
+
+def one_line(exc: BaseException) -> str:
+    """``exc`` as one line: its type and the first line of its message (another
+    library's error, e.g. Ray's, can run to many)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

@@ -73,13 +73,15 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run_cli(cwd: Path, argv: list[str], **popen: Any) -> subprocess.CompletedProcess:
+def run_cli(
+    cwd: Path, argv: list[str], env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.CompletedProcess:
     """``argv`` (as :func:`command` builds it) run from ``cwd`` as a user's shell runs
-    it: its own process, the test's environment without HYDRA_FULL_ERROR, output
-    captured as text. One still running after 300 s fails the test with every thread's
-    stack (SIGABRT, which ``PYTHONFAULTHANDLER`` turns into a traceback dump): a hang
-    seen once in CI, under load, should say where it was."""
-    env = {**environment(), "PYTHONFAULTHANDLER": "1"}
+    it: its own process, the test's environment without HYDRA_FULL_ERROR (plus ``env``),
+    output captured as text. One still running after 300 s fails the test with every
+    thread's stack (SIGABRT, which ``PYTHONFAULTHANDLER`` turns into a traceback dump):
+    a hang seen once in CI, under load, should say where it was."""
+    env = {**environment(), "PYTHONFAULTHANDLER": "1", **(env or {})}
     with subprocess.Popen(
         argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         **popen,

@@ -97,6 +97,24 @@ def finish(proc: subprocess.Popen) -> str:
     return stderr
 
 
+def chunk_runner(pids: list[int], sweep: Path, num: int) -> int | None:
+    """Which of ``pids`` runs chunk job ``num`` of ``sweep`` under another launcher
+    (submitit, Ray): the one holding the job's log open in its folder."""
+    folder = f"{sweep / '.kernbench' / 'chunks' / str(num)}/"
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(folder) for fd in fds):
+                return pid
+    return None
+
+
+def done_marks(sweep: Path) -> int:
+    """Points a launcher's chunk jobs have marked done (kernbench.sweep.remote)."""
+    done = sweep / ".kernbench" / "done"
+    return sum(not m.name.startswith(".") for m in done.iterdir()) if done.is_dir() else 0
+
+
 def one_line(stderr: str) -> re.Match:
     assert "Traceback" not in stderr, stderr[-3000:]
     lines = [line for line in stderr.splitlines() if line.startswith("kernbench:")]

@@ -1,0 +1,155 @@
+"""The Ray launcher joins and fails as the local pool does (issue 36).
+
+Each test runs the real ``kernbench -m`` in a subprocess, under ``hydra/launcher=ray``,
+joining a cluster this module starts once (``ray start --head``, in its own process
+group, ports and temporary folder, so that nothing of another Ray on the machine is
+touched, and killed by process group at the end). What must hold: joining a running
+cluster works (the plugin's ``object_store_memory`` made ``ray.init`` refuse to); a
+chunk job Ray gives up on (its worker killed, no retries left) becomes an error row for
+each of its points, and the sweep goes on and writes its table; a ``ray.init`` that
+fails is one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from kernbench.sweep import MERGED_FILE
+from kernbench.sweep.stop import descendants
+from tests.test_launchers import (
+    command,
+    environment,
+    group_size,
+    run_cli,
+)
+from tests.test_stop import chunk_runner, finish, start, wait_for
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the ray extra is not installed")
+
+# Four points of a few tenths of a second, a chunk each (SLOW_GRID's first four).
+GRID = (
+    "hydra.sweeper.chunk_size=1",
+    "workload.access_bytes=4096",
+    "workload.bytes_per_pe=2097152",
+    "workload.outstanding=1,2,3,4",
+)
+N_POINTS = 4
+PRIVATE = ("hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2")
+
+
+class Cluster:
+    """A one-CPU Ray cluster started with ``ray start --head --block``."""
+
+    def __init__(self) -> None:
+        self.temp = Path(tempfile.mkdtemp(prefix="kbray-"))  # short: Ray's socket paths
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        log = (self.temp / "head.log").open("w")
+        self.head = subprocess.Popen(
+            [
+                sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+                "--node-ip-address=127.0.0.1", f"--port={self.port}",
+                f"--ray-client-server-port={_free_port()}",
+                f"--dashboard-agent-listen-port={_free_port()}",
+                "--num-cpus=1", "--include-dashboard=false", "--disable-usage-stats",
+                f"--temp-dir={self.temp / 'ray'}",
+            ],
+            env=environment(), stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the cluster's processes
+        )  # fmt: skip
+
+    def wait_started(self, within: float = 120) -> None:
+        deadline = time.monotonic() + within
+        log = self.temp / "head.log"
+        while "Ray runtime started" not in log.read_text():
+            assert self.head.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+
+    def workers(self) -> list[int]:
+        """The cluster's processes (the head's descendants)."""
+        return descendants(self.head.pid)
+
+    def stop(self) -> None:
+        """Kill every process of the cluster (its process group), then its files."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.head.pid, signal.SIGKILL)
+        self.head.wait()
+        deadline = time.monotonic() + 10
+        while group_size(self.head.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    started = Cluster()
+    try:
+        started.wait_started()
+        yield started
+    finally:
+        started.stop()
+
+
+def joined(cluster: Cluster) -> tuple[str, ...]:
+    return ("hydra/launcher=ray", f"hydra.launcher.ray.init.address={cluster.address}")
+
+
+def test_a_chunk_job_ray_gives_up_on_becomes_error_rows(tmp_path, cluster):
+    """``max_retries=0`` and the worker running chunk 0 killed: Ray gives that task up
+    (WorkerCrashedError), which aborted the sweep with a traceback and no table. Now
+    its point is an error row, and chunk 1's point is ok. (Joining the cluster at all
+    failed before: the plugin's object_store_memory, which ray.init refuses then.)"""
+    out = tmp_path / "sweep"
+    overrides = (
+        "workload.access_bytes=4096",
+        "workload.bytes_per_pe=1073741824,4096",  # #0 runs for seconds, #1 at once
+        "hydra.sweeper.chunk_size=1",
+        "+hydra.launcher.ray.remote.max_retries=0",
+        "cache=false",
+        *joined(cluster),
+    )
+    proc = start(out, *overrides)
+    wait_for(proc, lambda: chunk_runner(cluster.workers(), out, 0) is not None)
+    os.kill(chunk_runner(cluster.workers(), out, 0), signal.SIGKILL)
+    stderr = finish(proc)
+    assert proc.returncode == 1, stderr[-3000:]  # a failed point, as any
+    assert "Traceback" not in stderr, stderr[-3000:]
+    rows = pq.read_table(out / MERGED_FILE).to_pylist()
+    assert [(r["job_num"], r["status"]) for r in rows] == [(0, "error"), (1, "ok")]
+    assert rows[0]["error"].startswith("its chunk job failed: WorkerCrashedError: The worker")
+    assert "\n" not in rows[0]["error"]
+
+
+def test_a_ray_init_that_fails_is_one_line(tmp_path):
+    """A misspelt ``hydra.launcher.ray.init`` key: ray.init refuses it before it starts
+    or looks for anything (a cluster address that does not answer is another matter:
+    Ray retries it for minutes). It gave a traceback; now one line, exit 1."""
+    proc = run_cli(
+        tmp_path, command(tmp_path / "s", *GRID, *PRIVATE, "+hydra.launcher.ray.init.num_cpu=2")
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "kernbench: error: hydra.launcher.ray.init: Ray did not start: RuntimeError: Unknown"
+        " keyword argument(s): num_cpu"
+    ]
