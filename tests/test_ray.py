@@ -1,13 +1,18 @@
-"""The Ray launcher joins and fails as the local pool does (issue 36).
+"""The Ray launcher joins, fails and stops as the local pool does (issue 36).
 
 Each test runs the real ``kernbench -m`` in a subprocess, under ``hydra/launcher=ray``,
 joining a cluster this module starts once (``ray start --head``, in its own process
 group, ports and temporary folder, so that nothing of another Ray on the machine is
-touched, and killed by process group at the end). What must hold: joining a running
-cluster works (the plugin's ``object_store_memory`` made ``ray.init`` refuse to); a
-chunk job Ray gives up on (its worker killed, no retries left) becomes an error row for
-each of its points, and the sweep goes on and writes its table; a ``ray.init`` that
-fails is one line.
+touched, and killed by process group at the end). What must hold:
+
+- joining a running cluster works (the plugin's ``object_store_memory`` made
+  ``ray.init`` refuse to);
+- a chunk job Ray gives up on (its worker killed, no retries left) becomes an error row
+  for each of its points, and the sweep goes on and writes its table; a ``ray.init``
+  that fails is one line;
+- SIGTERM to the sweeping process stops it like Ctrl-C: exit 143, one line, the finished
+  points' rows merged; resuming then runs only the other points, and the table is the
+  local pool's, metrics included.
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ from tests.test_launchers import (
     environment,
     group_size,
     run_cli,
+    stable,
+    sweep,
 )
-from tests.test_stop import chunk_runner, finish, start, wait_for
+from tests.test_stop import chunk_runner, done_marks, finish, one_line, start, wait_for
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the ray extra is not installed")
@@ -115,6 +122,15 @@ def joined(cluster: Cluster) -> tuple[str, ...]:
     return ("hydra/launcher=ray", f"hydra.launcher.ray.init.address={cluster.address}")
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> list[dict]:
+    """The grid's table from the local pool."""
+    local = tmp_path_factory.mktemp("local")
+    rows, _ = sweep(local, "s", *GRID, "hydra.launcher.n_jobs=2", "cache=false")
+    assert [r["job_num"] for r in rows] == list(range(N_POINTS))
+    return rows
+
+
 def test_a_chunk_job_ray_gives_up_on_becomes_error_rows(tmp_path, cluster):
     """``max_retries=0`` and the worker running chunk 0 killed: Ray gives that task up
     (WorkerCrashedError), which aborted the sweep with a traceback and no table. Now
@@ -153,3 +169,51 @@ def test_a_ray_init_that_fails_is_one_line(tmp_path):
         "kernbench: error: hydra.launcher.ray.init: Ray did not start: RuntimeError: Unknown"
         " keyword argument(s): num_cpu"
     ]
+
+
+def test_ray_init_cannot_take_sigterm_from_the_sweeper():
+    """``ray.init`` sets Ray's SIGTERM handler through
+    ``ray._private.utils.set_sigterm_handler`` (for the driver, and again for a private
+    head): while Ray starts (seconds) a SIGTERM exited 15, merging nothing. Inside the
+    block that setter does nothing, and after it the sweeper's handlers are set again."""
+    import ray._private.utils as ray_utils
+
+    from kernbench.sweep import ray_jobs
+
+    def ours(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGTERM, ours)
+    try:
+        with ray_jobs._stop_handlers_kept():
+            ray_utils.set_sigterm_handler(lambda signum, frame: sys.exit(signum))
+            assert signal.getsignal(signal.SIGTERM) is ours
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as Ray's C++ handler would
+        assert signal.getsignal(signal.SIGTERM) is ours
+        ray_utils.set_sigterm_handler(signal.SIG_DFL)  # Ray's setter works again after
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_stops_a_ray_sweep_like_ctrl_c_and_resume_finishes_it(tmp_path, cluster, reference):
+    """SIGTERM to the sweeping process alone, once a point is done: Ray's own handler
+    (ray.init's) exited 1 or 134 with Ray's signal dump, merging nothing."""
+    out = tmp_path / "sweep"
+    proc = start(out, *GRID, *joined(cluster))
+    wait_for(proc, lambda: done_marks(out) >= 1)
+    os.kill(proc.pid, signal.SIGTERM)
+    stderr = finish(proc)
+    assert proc.returncode == 143, stderr[-3000:]
+    assert "SIGTERM received" not in stderr, stderr[-3000:]
+    done, total = map(int, one_line(stderr).groups())
+    assert total == N_POINTS and 1 <= done < N_POINTS, "stopped part-way"
+    rows = pq.read_table(out / MERGED_FILE).to_pylist()
+    assert len(rows) == done and {r["status"] for r in rows} == {"ok"}
+
+    # Resumed: the merged rows kept, the other points run.
+    resumed = run_cli(tmp_path, command(out, *GRID, *joined(cluster), "hydra.sweeper.resume=true"))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"Resuming: {done} of {N_POINTS} points kept" in resumed.stdout + resumed.stderr
+    rows = pq.read_table(out / MERGED_FILE).to_pylist()
+    assert stable(rows) == stable(reference)  # every point once, the same metrics

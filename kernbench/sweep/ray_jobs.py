@@ -11,6 +11,9 @@ same ``hydra.launcher.ray`` config and submits each job with the plugin's own
   not be provided"), so the README's cluster command failed with a traceback. Without
   either, Ray starts a private instance (``address="local"``), with the plugin's 75 MiB
   unless the config says otherwise;
+- after ``ray.init`` the sweeper's SIGTERM handler is set again: Ray's replaced it
+  (exit 1, or 134 with Ray's signal dump, merging nothing), so SIGTERM now stops the
+  sweep as Ctrl-C does (:mod:`kernbench.sweep.stop`);
 - each job's result is fetched on its own: a job Ray gives up on (its worker killed
   with no retries left: ``WorkerCrashedError``) is a failed job, whose points become
   error rows, and the others are kept (the plugin's ``ray.get`` of every job raised the
@@ -25,7 +28,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -35,6 +40,7 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from kernbench.errors import ConfigError, one_line
+from kernbench.sweep import stop
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,7 @@ def launch(launcher: Any, count: int) -> list[JobReturn]:
     log.info(f"Ray: launching {count} chunk jobs")
     with started(launcher.ray_cfg.init):
         refs = [submit(launcher, num) for num in range(count)]
+        wait_all(ray, refs)
         return [fetch(ray, ref) for ref in refs]
 
 
@@ -73,6 +80,16 @@ def submit(launcher: Any, num: int) -> Any:
     return launch_job_on_ray(
         context, launcher.ray_cfg.remote, config, launcher.task_function, Singleton.get_state()
     )
+
+
+def wait_all(ray: Any, refs: list[Any]) -> None:
+    """Wait until every task has ended, in steps of :data:`stop.POLL_S`: between them
+    Python runs a stop signal's handler at once, where ``ray.get`` looks for signals
+    once a second (Ray's ``get_check_signal_interval_milliseconds``), and a sweep told
+    to stop ran on meanwhile (all 4 points of a test done instead of 1)."""
+    waiting = refs
+    while waiting:
+        _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=stop.POLL_S)
 
 
 def fetch(ray: Any, ref: Any) -> JobReturn:
@@ -100,10 +117,11 @@ def started(init: DictConfig) -> Iterator[None]:
     private = kwargs.get("address") == "local"
     if private:
         kwargs.setdefault("object_store_memory", PLUGIN_STORE_BYTES)
-    try:
-        ray.init(**kwargs)
-    except Exception as exc:
-        raise ConfigError(INIT_KEY, f"Ray did not start: {one_line(exc)}") from None
+    with _stop_handlers_kept():
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            raise ConfigError(INIT_KEY, f"Ray did not start: {one_line(exc)}") from None
     # On a stop (or a failure) the block raises: Ray is left as it is for
     # remote.abandon_jobs, which shuts it down and kills what is left.
     yield
@@ -118,3 +136,31 @@ def init_kwargs(init: DictConfig) -> dict[str, Any]:
     if kwargs.get("object_store_memory") is None:
         kwargs.pop("object_store_memory", None)
     return {str(k): v for k, v in kwargs.items()}
+
+
+@contextmanager
+def _stop_handlers_kept() -> Iterator[None]:
+    """The sweeper's SIGINT and SIGTERM handlers kept through ``ray.init``, which
+    replaced SIGTERM's with its own (``sys.exit``; a private head's also killed its
+    processes) and Ray's C++ signal dump. Ray's setter
+    (``ray._private.utils.set_sigterm_handler``, which ``ray.init`` calls for the driver
+    and a private head) does nothing meanwhile, so a SIGTERM while Ray starts (seconds)
+    stops the sweep too (it exited 15); after the block the handlers are set again,
+    which also takes the signals back from the C++ handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    import ray._private.utils as ray_utils
+
+    setter = getattr(ray_utils, "set_sigterm_handler", None)
+    before = {signum: signal.getsignal(signum) for signum in stop.STOP_SIGNALS}
+    if setter is not None:
+        ray_utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        if setter is not None:
+            ray_utils.set_sigterm_handler = setter
+        for signum, handler in before.items():
+            if handler is not None:  # None: not set from Python, nothing to restore
+                signal.signal(signum, handler)
