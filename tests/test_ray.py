@@ -1,18 +1,23 @@
 """The Ray launcher joins, fails and stops as the local pool does (issue 36).
 
-Each test runs the real ``kernbench -m`` in a subprocess, under ``hydra/launcher=ray``,
-joining a cluster this module starts once (``ray start --head``, in its own process
-group, ports and temporary folder, so that nothing of another Ray on the machine is
-touched, and killed by process group at the end). What must hold:
+Each test runs the real ``kernbench -m`` in a subprocess, under ``hydra/launcher=ray``:
+either joining a cluster this module starts once (``ray start --head``, in its own
+process group, ports and temporary folder, so that nothing of another Ray on the
+machine is touched, and killed by process group at the end), or starting a private Ray
+instance, as the README's default does. What must hold:
 
 - joining a running cluster works (the plugin's ``object_store_memory`` made
-  ``ray.init`` refuse to);
+  ``ray.init`` refuse to), with the README's command too;
 - a chunk job Ray gives up on (its worker killed, no retries left) becomes an error row
   for each of its points, and the sweep goes on and writes its table; a ``ray.init``
   that fails is one line;
 - SIGTERM to the sweeping process stops it like Ctrl-C: exit 143, one line, the finished
-  points' rows merged; resuming then runs only the other points, and the table is the
-  local pool's, metrics included.
+  points' rows merged; resuming then runs only the other points;
+- a SIGKILL of the sweeping process leaves no process of its private cluster (Ray's
+  agents lived on for a minute) a few seconds later, and a rerun lists every point once,
+  the points that had finished from the cache.
+
+Every table a rerun or resume completes is the local pool's, metrics included.
 """
 
 from __future__ import annotations
@@ -35,9 +40,11 @@ import pytest
 from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.stop import descendants
 from tests.test_launchers import (
+    cached_points,
     command,
     environment,
     group_size,
+    readme_command,
     run_cli,
     stable,
     sweep,
@@ -56,6 +63,7 @@ GRID = (
 )
 N_POINTS = 4
 PRIVATE = ("hydra/launcher=ray", "+hydra.launcher.ray.init.num_cpus=2")
+GONE_S = 5.0  # "a few seconds": no process of a sweep's cluster may outlive it longer
 
 
 class Cluster:
@@ -217,3 +225,33 @@ def test_sigterm_stops_a_ray_sweep_like_ctrl_c_and_resume_finishes_it(tmp_path, 
     assert f"Resuming: {done} of {N_POINTS} points kept" in resumed.stdout + resumed.stderr
     rows = pq.read_table(out / MERGED_FILE).to_pylist()
     assert stable(rows) == stable(reference)  # every point once, the same metrics
+
+
+def test_a_killed_ray_sweep_leaves_no_process_and_reruns(tmp_path, cluster, reference):
+    """SIGKILL to the sweeping process alone, a point done, under a private Ray
+    instance: Ray's DashboardAgent and RuntimeEnvAgent outlived it by about a minute.
+    The rerun is the README's cluster command (``address=auto``, RAY_ADDRESS naming
+    the cluster as ``ray start`` does on its head node): the plugin's
+    object_store_memory made ray.init refuse to join a cluster."""
+    out = tmp_path / "sweep"
+    proc = start(out, *GRID, *PRIVATE)
+    wait_for(proc, lambda: cached_points(tmp_path) >= 1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    gone = time.monotonic() + GONE_S
+    while group_size(proc.pid) and time.monotonic() < gone:
+        time.sleep(0.05)
+    left = subprocess.run(["ps", "-o", "pid,args", "-g", str(proc.pid)], capture_output=True)
+    assert group_size(proc.pid) == 0, f"outlived the sweep: {left.stdout.decode()}"
+    cached_before = cached_points(tmp_path)
+    assert 1 <= cached_before < N_POINTS, "killed part-way"
+
+    readme = [o for o in readme_command("ray") if not o.startswith("+experiment=")]
+    assert readme == ["hydra/launcher=ray", "hydra.launcher.ray.init.address=auto"]
+    rerun = run_cli(tmp_path, command(out, *GRID, *readme), env={"RAY_ADDRESS": cluster.address})
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "Connecting to existing Ray cluster" in rerun.stderr
+    rows = pq.read_table(out / MERGED_FILE).to_pylist()
+    assert stable(rows) == stable(reference)  # every point once, the same metrics
+    assert sum(r["cached"] for r in rows) == cached_before
+    assert cluster.head.poll() is None and cluster.workers(), "the sweep ended the cluster"

@@ -18,7 +18,8 @@ same ``hydra.launcher.ray`` config and submits each job with the plugin's own
   with no retries left: ``WorkerCrashedError``) is a failed job, whose points become
   error rows, and the others are kept (the plugin's ``ray.get`` of every job raised the
   first such error out of the sweep);
-- a private instance is shut down when its jobs are done.
+- a private instance is shut down when its jobs are done, and a reaper
+  (:mod:`kernbench.sweep.reaper`) ends its processes if the sweep dies first.
 
 A ``ray.init`` that fails (a misspelt key, no cluster found for ``auto``) is one line
 naming ``hydra.launcher.ray.init``.
@@ -29,11 +30,13 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
@@ -41,11 +44,13 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from kernbench.errors import ConfigError, one_line
 from kernbench.sweep import stop
+from kernbench.sweep.reaper import start_time
 
 log = logging.getLogger(__name__)
 
 INIT_KEY = "hydra.launcher.ray.init"
 PLUGIN_STORE_BYTES = 78_643_200  # the plugin's object_store_memory (75 MiB)
+REAPER = Path(__file__).with_name("reaper.py")
 
 
 def is_ray_launcher(launcher: Any) -> bool:
@@ -102,8 +107,8 @@ def fetch(ray: Any, ref: Any) -> JobReturn:
 
 @contextmanager
 def started(init: DictConfig) -> Iterator[None]:
-    """Ray started (private) or joined for the block, and shut down after (a joined
-    cluster is left running)."""
+    """Ray started (private) or joined for the block. A private instance is watched
+    by the reaper meanwhile and shut down after; a joined cluster is left running."""
     import ray
 
     if ray.is_initialized():  # started by someone else: theirs to end
@@ -122,10 +127,14 @@ def started(init: DictConfig) -> Iterator[None]:
             ray.init(**kwargs)
         except Exception as exc:
             raise ConfigError(INIT_KEY, f"Ray did not start: {one_line(exc)}") from None
+    reaper = watch_cluster() if private else None
     # On a stop (or a failure) the block raises: Ray is left as it is for
-    # remote.abandon_jobs, which shuts it down and kills what is left.
+    # remote.abandon_jobs, which shuts it down and kills what is left, the reaper too.
     yield
     ray.shutdown()
+    if reaper is not None:
+        os.close(reaper.pipe)  # the reaper ends what the shutdown left, then exits
+        reaper.process.wait()
 
 
 def init_kwargs(init: DictConfig) -> dict[str, Any]:
@@ -164,3 +173,25 @@ def _stop_handlers_kept() -> Iterator[None]:
         for signum, handler in before.items():
             if handler is not None:  # None: not set from Python, nothing to restore
                 signal.signal(signum, handler)
+
+
+class Reaper(NamedTuple):
+    process: subprocess.Popen
+    pipe: int  # the write end: the reaper acts when it closes
+
+
+def watch_cluster() -> Reaper:
+    """Start the reaper (:mod:`kernbench.sweep.reaper`) and list this process's
+    descendants for it: the private cluster ``ray.init`` just started. The pipe's write
+    end is a plain descriptor, not a file object, so that nothing but closing it (or
+    this process ending) closes it; no child inherits it."""
+    cluster = stop.descendants(os.getpid())
+    read, write = os.pipe()
+    try:
+        process = subprocess.Popen([sys.executable, "-I", "-S", str(REAPER)], stdin=read)
+    finally:
+        os.close(read)
+    started = {pid: start_time(pid) for pid in cluster}
+    lines = "".join(f"{pid} {t}\n" for pid, t in started.items() if t is not None)
+    os.write(write, lines.encode())  # a few hundred bytes: within the pipe's buffer
+    return Reaper(process, write)

@@ -115,13 +115,14 @@ def abandon_jobs() -> None:
     """After a stop, end what the launcher left running on this machine: a local Ray
     cluster this process started is shut down, and every process this one started
     that is still alive then (submitit's controllers and jobs, Ray's agents, which
-    otherwise outlived their cluster by seconds) is killed."""
-    started = stop.descendants(os.getpid())
+    otherwise outlived their cluster by seconds, what a cluster still starting had
+    started) is stopped, then killed (:func:`stop.stopped_tree`)."""
+    started = stop.descendants(os.getpid())  # before the shutdown orphans any
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         with contextlib.suppress(Exception):
             ray.shutdown()
-    for pid in started:
+    for pid in stop.stopped_tree(os.getpid(), started):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 
