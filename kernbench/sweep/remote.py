@@ -39,7 +39,7 @@ from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from kernbench.errors import one_line
-from kernbench.sweep import progress, ray_jobs, stop
+from kernbench.sweep import progress, ray_jobs, stop, submitit_jobs
 from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
 
 CHUNKS_DIR = Path(".kernbench") / "chunks"
@@ -89,10 +89,14 @@ class ChunkJobs:
 
 def launch_chunks(launcher: Any, count: int) -> Sequence[JobReturn]:
     """Chunk jobs ``0 .. count-1`` through ``launcher``, a JobReturn each. Under Ray
-    they are launched here (:mod:`kernbench.sweep.ray_jobs`), so that a job the cluster
-    gives up on fails alone; any other launcher launches them itself."""
+    and submitit they are launched here (:mod:`kernbench.sweep.ray_jobs`,
+    :mod:`kernbench.sweep.submitit_jobs`), so that a job the cluster gives up on fails
+    alone; any other launcher (basic, joblib: jobs in this process or its pool) launches
+    them itself."""
     if ray_jobs.is_ray_launcher(launcher):
         return ray_jobs.launch(launcher, count)
+    if submitit_jobs.is_submitit_launcher(launcher):
+        return submitit_jobs.launch(launcher, count)
     return launcher.launch([[] for _ in range(count)], initial_job_idx=0)
 
 
