@@ -41,3 +41,10 @@ def one_line(text: str) -> str:
     """``text`` with every character that ends or breaks a line escaped (``\\n``), so
     an error that quotes what was typed stays the one line it is meant to be."""
     return text.translate(_ESCAPES)
+
+
+def error_line(exc: BaseException) -> str:
+    """``exc`` as one line: its type and the first line of its message (another
+    library's error, e.g. Ray's, can run to many)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__

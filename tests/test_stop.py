@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,6 +96,24 @@ def finish(proc: subprocess.Popen) -> str:
     left = subprocess.run(["ps", "-o", "pid,args", "-g", str(proc.pid)], capture_output=True)
     assert group_size(proc.pid) == 0, f"a process of the sweep outlived it: {left.stdout}"
     return stderr
+
+
+def chunk_runner(pids: list[int], sweep: Path, num: int) -> int | None:
+    """Which of ``pids`` runs chunk job ``num`` of ``sweep`` under another launcher
+    (submitit, Ray): the one holding the job's log open in its folder."""
+    folder = f"{sweep / '.kernbench' / 'chunks' / str(num)}/"
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fds = os.listdir(f"/proc/{pid}/fd")
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(folder) for fd in fds):
+                return pid
+    return None
+
+
+def done_marks(sweep: Path) -> int:
+    """Points a launcher's chunk jobs have marked done (kernbench.sweep.remote)."""
+    done = sweep / ".kernbench" / "done"
+    return sum(not m.name.startswith(".") for m in done.iterdir()) if done.is_dir() else 0
 
 
 def one_line(stderr: str) -> re.Match:
@@ -226,3 +245,37 @@ def test_ray_cluster_ends_with_a_stopped_sweep(tmp_path):
     assert proc.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr, stderr[-3000:]
     assert stderr.strip().splitlines()[-1].startswith("kernbench: interrupted: 0 of 2")
+
+
+# A process that keeps starting others (a Ray cluster starting up: its dashboard
+# spawned module processes for seconds), and a stop that waits meanwhile (Ray's
+# shutdown) before it kills: abandon_jobs must leave none of them, even those started
+# while it waited. It killed what its first scan had found, and the children started
+# meanwhile lived on, orphaned. In a process of its own, in its own process group.
+SPAWNER = """
+import subprocess, time
+while True:
+    subprocess.Popen(["sleep", "30"])
+    time.sleep(0.02)
+"""
+ABANDON = """
+import subprocess, sys, time, types
+from kernbench.sweep import remote
+
+subprocess.Popen([sys.executable, "-c", sys.argv[1]])
+time.sleep(0.3)
+sys.modules["ray"] = types.SimpleNamespace(  # a shutdown that takes its time
+    is_initialized=lambda: True, shutdown=lambda: time.sleep(0.3)
+)
+remote.abandon_jobs()
+"""
+
+
+def test_abandoned_jobs_leave_nothing_started_while_they_were_ended(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ABANDON, SPAWNER], cwd=tmp_path, env=environment(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # an orphan would hold a pipe
+        start_new_session=True,
+    )  # fmt: skip
+    finish(proc)  # no process of its group left 2 s after it exits
+    assert proc.returncode == 0

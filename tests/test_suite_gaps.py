@@ -43,6 +43,7 @@ from kernbench.results import make_row
 from kernbench.sweep import remote
 from kernbench.sweep.cache import PointCache
 from kernbench.sweep.plan import Planner, screen
+from kernbench.sweep.points import PointResult
 from kernbench.sweep.pool import run_chunks
 from kernbench.sweep.run import fixed_sizes, make_chunks
 from kernbench.workloads import patterns, stream
@@ -255,8 +256,43 @@ def test_a_cluster_chunk_job_that_fails_gives_each_of_its_points_an_error_row(lo
     [chunk] = make_chunks(plan, fixed_sizes(3), {"sweep_dir": str(tmp_path), "cache_dir": None})
     ret = JobReturn()
     ret.status, ret._return_value = JobStatus.FAILED, MemoryError("out of memory")
-    results = remote._results(chunk, ret)
+    results = remote._results(chunk, ret, tmp_path)
     assert_one_error_row_each(results, "its chunk job failed: MemoryError: out of memory")
+
+    # A point the job marked done before it failed (Ray's retries used up on the
+    # chunk's next point) keeps the result its mark holds.
+    done = PointResult(1, "ok", rows=[{"job_num": 1, "status": "ok"}])
+    remote.mark_finished(tmp_path, done)
+    results = remote._results(chunk, ret, tmp_path)
+    assert [(r.num, r.status) for r in results] == [(0, "error"), (1, "ok"), (2, "error")]
+    assert results[1].rows == done.rows
+
+
+class FailingLauncher:
+    """A launcher whose every job fails, as a cluster's lost job does."""
+
+    def setup(self, **kwargs):
+        pass
+
+    def launch(self, job_overrides, initial_job_idx):
+        ret = JobReturn()
+        ret.status, ret._return_value = JobStatus.FAILED, RuntimeError("lost")
+        return [ret for _ in job_overrides]
+
+
+def test_a_failed_chunk_job_takes_nothing_from_an_earlier_runs_marks(loader, tmp_path):
+    """A done mark an earlier run into the directory left (stopped, killed; older
+    code, maybe) is not this run's result: the marks are cleared before the jobs are
+    launched, so each point of the failed job is an error row."""
+    master = loader.load_configuration("config", SMALL, RunMode.MULTIRUN)
+    jobs = [[*SMALL, f"workload.bytes_per_pe={4096 * (n + 1)}"] for n in range(3)]
+    plan = Planner(loader, master).plan(jobs)
+    screen(plan)
+    [chunk] = make_chunks(plan, fixed_sizes(3), {"sweep_dir": str(tmp_path), "cache_dir": None})
+    remote.mark_finished(tmp_path, PointResult(1, "ok", rows=[{"job_num": 1}]))
+    results = []
+    remote.ChunkJobs(FailingLauncher(), master, None, tmp_path)([chunk], results.append)
+    assert_one_error_row_each(results, "its chunk job failed: RuntimeError: lost")
 
 
 def assert_one_error_row_each(results, message):

@@ -15,10 +15,8 @@ sweep writes anything there, :func:`claimed`
   (:func:`kept_rows`) whose configuration is their point's, and runs only the other
   points.
 
-Holding the lock, it also clears what a sweep killed earlier may have left: the
-temporaries of writes it never renamed (:func:`kernbench.files.remove_temporaries`) and
-the per-run state of its chunk tasks (``.kernbench/``: done marks, chunk files), which
-describe that run, not this one.
+Holding the lock, it also removes the temporaries of writes a sweep killed earlier
+never renamed (:func:`kernbench.files.remove_temporaries`).
 
 Each refusal is one line naming ``hydra.sweep.dir`` and exit 1, before anything is
 written. A damaged record (``points.yaml`` cut short by a full disk or an older
@@ -34,7 +32,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -48,7 +45,6 @@ from kernbench.errors import ConfigError, printable
 from kernbench.files import remove_temporaries, write_atomic
 from kernbench.results import STATUS_OK, git_commit
 from kernbench.sweep.merge import MERGED_FILE, check_merged_path
-from kernbench.sweep.progress import STATE_DIR
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +75,6 @@ def claimed(sweep_dir: Path, jobs: Sequence[Sequence[str]], resume: bool = False
         _check_grid(sweep_dir, jobs, resume)
         check_merged_path(sweep_dir, KEY)
         remove_temporaries(sweep_dir)
-        shutil.rmtree(sweep_dir / STATE_DIR, ignore_errors=True)
         write_atomic(records / HOLDER_FILE, f"pid {os.getpid()} on {socket.gethostname()}\n")
         yield
     finally:

@@ -25,19 +25,21 @@ import contextlib
 import copy
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
-from hydra.core.utils import JobStatus
+from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from kernbench.sweep import progress, stop
+from kernbench.errors import error_line
+from kernbench.sweep import progress, ray_jobs, stop, submitit_jobs
 from kernbench.sweep.points import Chunk, PointResult, error_result, run_chunk
 
 CHUNKS_DIR = Path(".kernbench") / "chunks"
@@ -57,6 +59,9 @@ class ChunkJobs:
         chunks = list(chunks)
         folder = self.sweep_dir / CHUNKS_DIR
         folder.mkdir(parents=True, exist_ok=True)
+        # Marks of an earlier run into this directory (stopped, killed) would count on
+        # the bar, and be taken for this run's results if a chunk job fails.
+        shutil.rmtree(progress.done_mark(self.sweep_dir, 0).parent, ignore_errors=True)
         for n, chunk in enumerate(chunks):
             (folder / f"{n}.pkl").write_bytes(pickle.dumps(chunk))
         self.launcher.setup(
@@ -64,9 +69,9 @@ class ChunkJobs:
         )
         on_count = getattr(on_result, "progress", None)  # Gather's: the bar's
         with FinishedWatch(self.sweep_dir, on_count), _ctrl_c_kept_from_children():
-            returns = self.launcher.launch([[] for _ in chunks], initial_job_idx=0)
+            returns = launch_chunks(self.launcher, len(chunks))
         for chunk, ret in zip(chunks, returns, strict=True):
-            for result in _results(chunk, ret):
+            for result in _results(chunk, ret, self.sweep_dir):
                 on_result(result)
 
     def job_config(self) -> DictConfig:
@@ -80,6 +85,19 @@ class ChunkJobs:
         with read_write(cfg.hydra), open_dict(cfg.hydra):
             cfg.hydra.overrides.hydra = OmegaConf.to_container(cfg.hydra.overrides.hydra) + pinned
         return cfg
+
+
+def launch_chunks(launcher: Any, count: int) -> Sequence[JobReturn]:
+    """Chunk jobs ``0 .. count-1`` through ``launcher``, a JobReturn each. Under Ray
+    and submitit they are launched here (:mod:`kernbench.sweep.ray_jobs`,
+    :mod:`kernbench.sweep.submitit_jobs`), so that a job the cluster gives up on fails
+    alone; any other launcher (basic, joblib: jobs in this process or its pool) launches
+    them itself."""
+    if ray_jobs.is_ray_launcher(launcher):
+        return ray_jobs.launch(launcher, count)
+    if submitit_jobs.is_submitit_launcher(launcher):
+        return submitit_jobs.launch(launcher, count)
+    return launcher.launch([[] for _ in range(count)], initial_job_idx=0)
 
 
 def run_chunk_job(cfg: DictConfig) -> list[PointResult]:
@@ -101,13 +119,14 @@ def abandon_jobs() -> None:
     """After a stop, end what the launcher left running on this machine: a local Ray
     cluster this process started is shut down, and every process this one started
     that is still alive then (submitit's controllers and jobs, Ray's agents, which
-    otherwise outlived their cluster by seconds) is killed."""
-    started = stop.descendants(os.getpid())
+    otherwise outlived their cluster by seconds, what a cluster still starting had
+    started) is stopped, then killed (:func:`stop.stopped_tree`)."""
+    started = stop.descendants(os.getpid())  # before the shutdown orphans any
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         with contextlib.suppress(Exception):
             ray.shutdown()
-    for pid in started:
+    for pid in stop.stopped_tree(os.getpid(), started):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 
@@ -177,9 +196,12 @@ def _ctrl_c_kept_from_children() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _results(chunk: Chunk, ret: Any) -> list[PointResult]:
-    """The chunk's results, or an error result per point if its job failed."""
+def _results(chunk: Chunk, ret: JobReturn, sweep_dir: Path) -> list[PointResult]:
+    """The chunk's results; if its job failed (its worker killed, Ray's retries used
+    up), those its points marked done before (:func:`mark_finished`) and an error
+    result for each other point."""
     if ret.status == JobStatus.COMPLETED:
         return list(ret.return_value)
-    why = f"its chunk job failed: {type(ret._return_value).__name__}: {ret._return_value}"
-    return [error_result(chunk, p.num, why) for p in chunk.points]
+    why = f"its chunk job failed: {error_line(ret._return_value)}"
+    done = {r.num: r for r in finished(sweep_dir, {p.num for p in chunk.points})}
+    return [done.get(p.num) or error_result(chunk, p.num, why) for p in chunk.points]

@@ -29,7 +29,8 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,6 +39,7 @@ POLL_S = 0.05  # how often the run loop looks for a stop request while it waits
 GRACE_S = 0.8  # how long points already running may take to end once told to stop
 WATCH_S = 0.5  # how often a worker checks that its parent is alive
 ORPHAN_EXIT = 70  # a worker's exit status when its parent is gone
+MAX_SCANS = 20  # stopped_tree's rounds at most (each finds what the last one's started)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -159,6 +161,46 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def stopped_tree(pid: int, known: Iterable[int] = ()) -> set[int]:
+    """SIGSTOP ``known`` and every process below ``pid``, scanning again until no new
+    one appears, and return them all: stopped, none can start another, so killing them
+    then leaves none behind. Killing what one scan found left what those processes had
+    started meanwhile alive and orphaned (a private Ray cluster told to stop while it
+    started: its dashboard's subprocesses lived 11 s more). A process is rescanned
+    only once it has stopped: one stopped inside ``fork`` has its child by then."""
+    stopped: set[int] = set()
+    todo = set(known) | set(descendants(pid))
+    for _ in range(MAX_SCANS):
+        if not todo:
+            break
+        for found in todo:
+            with contextlib.suppress(OSError):
+                os.kill(found, signal.SIGSTOP)
+        _wait_stopped(todo)
+        stopped |= todo
+        todo = set(descendants(pid)) - stopped
+    return stopped
+
+
+def _wait_stopped(pids: set[int], within: float = 0.5) -> None:
+    """Wait (up to ``within`` s) until each of ``pids`` is stopped, a zombie or gone."""
+    deadline = time.monotonic() + within
+    waiting = set(pids)
+    while waiting and time.monotonic() < deadline:
+        waiting = {p for p in waiting if _state(p) not in ("T", "t", "Z", "X", None)}
+        if waiting:
+            time.sleep(0.001)
+
+
+def _state(pid: int) -> str | None:
+    """The state letter of ``/proc/<pid>/stat`` (None if gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def watch_parent(alive: Callable[[], bool]) -> None:
