@@ -280,7 +280,11 @@ BAD_VALUES = [
     (f"{KEY}.fixed_per_cmd_cycles=-1", f"{KEY}.fixed_per_cmd_cycles", "-1.0 is not >= 0"),
     (f"{KEY}.byte_cycles_recip=-0.25", f"{KEY}.byte_cycles_recip", "-0.25 is not >= 0"),
     (f"{KEY}.clock_freq_ghz=0", f"{KEY}.clock_freq_ghz", "0.0 is not > 0"),
-    (f"+{KEY}.fixed_cycles=1", f"{KEY}.fixed_cycles", "is not a key of PeCostModelConfig"),
+    (
+        f"+{KEY}.fixed_cycles=1",
+        f"{KEY}.fixed_cycles",
+        "no such key in topology.pe.attrs.pe_cost_model (its keys: ",
+    ),
 ]
 
 
