@@ -49,7 +49,15 @@ from tests.test_launchers import (
     stable,
     sweep,
 )
-from tests.test_stop import chunk_runner, done_marks, finish, one_line, start, wait_for
+from tests.test_stop import (
+    ONE_LONG_CHUNK,
+    chunk_runner,
+    done_marks,
+    finish,
+    one_line,
+    start,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the ray extra is not installed")
@@ -145,11 +153,8 @@ def test_a_chunk_job_ray_gives_up_on_becomes_error_rows(tmp_path, cluster):
     failed before: the plugin's object_store_memory, which ray.init refuses then.)"""
     out = tmp_path / "sweep"
     overrides = (
-        "workload.access_bytes=4096",
-        "workload.bytes_per_pe=1073741824,4096",  # #0 runs for seconds, #1 at once
-        "hydra.sweeper.chunk_size=1",
+        *ONE_LONG_CHUNK,
         "+hydra.launcher.ray.remote.max_retries=0",
-        "cache=false",
         *joined(cluster),
     )
     proc = start(out, *overrides)

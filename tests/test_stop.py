@@ -52,6 +52,13 @@ LONG_GRID = (
     "workload.outstanding=1,2",
     "hydra.sweeper.chunk_size=1",
 )
+# Two chunks of one point: chunk 0 runs for seconds (time to kill its job), chunk 1 at once.
+ONE_LONG_CHUNK = (
+    "workload.access_bytes=4096",
+    "workload.bytes_per_pe=1073741824,4096",
+    "hydra.sweeper.chunk_size=1",
+    "cache=false",
+)
 # 16 shapes: the sweeper composes for over a second (its workers already forked, idle).
 MANY_SHAPES = (
     "address=pa,va",

@@ -18,7 +18,15 @@ import pytest
 
 from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.stop import descendants
-from tests.test_stop import chunk_runner, done_marks, finish, one_line, start, wait_for
+from tests.test_stop import (
+    ONE_LONG_CHUNK,
+    chunk_runner,
+    done_marks,
+    finish,
+    one_line,
+    start,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -50,10 +58,7 @@ def test_a_submitit_job_killed_becomes_error_rows(tmp_path):
     chunk 1's point is ok."""
     out = tmp_path / "sweep"
     overrides = (
-        "workload.access_bytes=4096",
-        "workload.bytes_per_pe=1073741824,4096",  # #0 runs for seconds, #1 at once
-        "hydra.sweeper.chunk_size=1",
-        "cache=false",
+        *ONE_LONG_CHUNK,
         *SUBMITIT,
     )
     proc = start(out, *overrides)

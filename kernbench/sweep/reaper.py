@@ -27,13 +27,19 @@ import signal
 import sys
 
 
-def start_time(pid: int) -> str | None:
-    """Field 22 of ``/proc/<pid>/stat`` (when the process started), or None if gone."""
+def stat_field(pid: int, index: int) -> str | None:
+    """Field ``index`` after the command name of ``/proc/<pid>/stat`` (0: the state
+    letter, 19: when the process started), or None if it is gone or unreadable."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[19]
+            return stat.read().rsplit(")", 1)[1].split()[index]
     except (OSError, IndexError):
         return None
+
+
+def start_time(pid: int) -> str | None:
+    """When the process started (field 22 of its stat), or None if gone."""
+    return stat_field(pid, 19)
 
 
 def main() -> None:

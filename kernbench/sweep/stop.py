@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NoReturn
 
+from kernbench.sweep.reaper import stat_field
+
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 POLL_S = 0.05  # how often the run loop looks for a stop request while it waits
 GRACE_S = 0.8  # how long points already running may take to end once told to stop
@@ -189,18 +191,9 @@ def _wait_stopped(pids: set[int], within: float = 0.5) -> None:
     deadline = time.monotonic() + within
     waiting = set(pids)
     while waiting and time.monotonic() < deadline:
-        waiting = {p for p in waiting if _state(p) not in ("T", "t", "Z", "X", None)}
+        waiting = {p for p in waiting if stat_field(p, 0) not in ("T", "t", "Z", "X", None)}
         if waiting:
             time.sleep(0.001)
-
-
-def _state(pid: int) -> str | None:
-    """The state letter of ``/proc/<pid>/stat`` (None if gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
 
 
 def watch_parent(alive: Callable[[], bool]) -> None:
