@@ -6,7 +6,6 @@ a preset's grid entry set on the command line is handed to Hydra in a form it ta
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +17,7 @@ from kernbench.cli.help import help_text, key_table
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import show_job_config
 from kernbench.errors import one_line
+from kernbench.sweep.outputs import say
 
 
 def before_hydra(argv: Sequence[str]) -> list[str]:
@@ -60,8 +60,5 @@ def _fail(message: str) -> None:
 
 def _page(text: str) -> None:
     """Print and exit 0, quietly when the reader stops early (``kernbench --keys | head``)."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+    say(text)
     raise SystemExit(0)
