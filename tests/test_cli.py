@@ -31,13 +31,13 @@ USAGE_CASES = [
     ),
     (
         "workload=base_stream",
-        "workload=base_stream: no such option;"
-        " workload options: gqa_opt2, gqa_opt3, stream, triton",
+        "workload=base_stream: no such option; workload options: decoder_8b,"
+        " decoder_layer, decoder_small, gqa_opt2, gqa_opt3, stream, triton",
     ),
     (
         "workload=gqa_op3",
-        "workload=gqa_op3: no such option; workload options: gqa_opt2, gqa_opt3, stream, triton;"
-        " did you mean gqa_opt3?",
+        "workload=gqa_op3: no such option; workload options: decoder_8b, decoder_layer,"
+        " decoder_small, gqa_opt2, gqa_opt3, stream, triton; did you mean gqa_opt3?",
     ),
     (
         "experiment=bw_equivalence",

@@ -27,6 +27,7 @@ from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
 from kernbench.errors import AddressFault
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
+from kernbench.sim.metrics import LaunchUsage
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 from kernbench.triton import grid as gridmap
@@ -40,7 +41,7 @@ from kernbench.triton.memory import (
     Translator,
     shard_views,
 )
-from kernbench.triton.metrics import launch_row, snapshot
+from kernbench.triton.metrics import LaunchWork, launch_row, snapshot
 
 TL_DTYPES = {
     torch.float32: tl.float32,
@@ -106,10 +107,12 @@ class DeviceTensor:
 
 @dataclass
 class TritonRun:
-    """What one launch measured: its simulated latency and a metrics row."""
+    """What one launch measured: its simulated latency, a metrics row, and the work it
+    asked of each unit (None only for a run made by hand)."""
 
     kernel_latency_ns: float
     metrics: dict[str, Any]
+    work: LaunchWork | None = None
 
 
 class Accelerator:
@@ -188,6 +191,7 @@ class Accelerator:
         plan, used = self._plan(g)
         lowering = Lowering(self.window, self.translator, self.memory)
         before = snapshot(self.system, used)
+        usage = LaunchUsage(self.system)
         start = self.system.env.now
         body, converted = hook.rewritten(fn), self._convert(fn, named)
         try:
@@ -203,7 +207,8 @@ class Accelerator:
         latency = max(ends.values()) - start
         row = launch_row(self.system, used, before, latency, lowering)
         row |= {"programs": math.prod(g), "active_pe_count": len(used)}
-        return TritonRun(latency, row)
+        work = LaunchWork(dict(lowering.flops), dict(lowering.elements), usage.link_bytes())
+        return TritonRun(latency, row, work)
 
     def _plan(self, g: gridmap.Grid3) -> tuple[list[list[gridmap.Grid3]], list[PeId]]:
         """Program ids per PE slot, and the PEs that get programs."""

@@ -6,7 +6,8 @@
 workloads: one program per KV head, its group's query heads as the rows, an online
 softmax over KV tiles of ``BLOCK_N`` tokens with S = Q·Kᵀ and acc += P·V as dots.
 
-The rest are what a Llama-style decoder layer needs beside those: ``rms_norm``, ``rotary`` (rotate-half form, as
+The rest are what a Llama-style decoder layer needs beside those
+(:mod:`kernbench.triton.decoder`): ``rms_norm``, ``rotary`` (rotate-half form, as
 Llama's), ``kv_append`` (a token's heads into a KV cache), ``silu_mul`` (SiLU(gate)·up)
 and ``residual_add`` (the residual stream, in place). Each computes in fp32 and stores
 in its output's dtype, as such kernels do for fp16 models.
