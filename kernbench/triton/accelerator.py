@@ -153,7 +153,7 @@ class Accelerator:
         raw = data.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
         for copy in dev.views:
             for v in copy:
-                self._write_shard(v, raw, dev.element_size(), dev.nbytes)
+                self._write_shard(v, raw, dev.nbytes)
         return dev
 
     def empty(
@@ -172,13 +172,12 @@ class Accelerator:
 
     def to_torch(self, t: DeviceTensor) -> torch.Tensor:
         """The tensor's values as device memory holds them (its first copy)."""
-        elem = t.element_size()
         raw = np.zeros(t.nbytes, np.uint8)
         for v in t.views[0]:
             n = _real_bytes(v, t.nbytes)
             if n:
-                pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
-                raw[v.start : v.start + n] = self.memory.read(pas, elem).reshape(-1)
+                pieces = self.translator.span_pieces(v.pe, v.ptr, n)
+                raw[v.start : v.start + n] = self.memory.read_pieces(pieces)
         return torch.from_numpy(raw).view(t.dtype).reshape(t.shape).clone()
 
     # -- launch ---------------------------------------------------------------------------
@@ -243,11 +242,11 @@ class Accelerator:
             return self.system.cfg.topology.pes_per_cube
         return len(self.runtime.pes(policy.pes))
 
-    def _write_shard(self, v: ShardView, raw: np.ndarray, elem: int, total: int) -> None:
+    def _write_shard(self, v: ShardView, raw: np.ndarray, total: int) -> None:
         n = _real_bytes(v, total)
         if n:
-            pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
-            self.memory.write(pas, raw[v.start : v.start + n].reshape(-1, elem))
+            pieces = self.translator.span_pieces(v.pe, v.ptr, n)
+            self.memory.write_pieces(pieces, raw[v.start : v.start + n])
 
     def _convert(self, fn: Callable[..., Any], named: dict[str, Any]) -> dict[str, Any]:
         """Arguments as the interpreter wants them; device tensors become pointers."""
