@@ -28,6 +28,17 @@ ONE_COPY = ("kv_cache", "activations")
 # triton.language.TRITON_MAX_TENSOR_NUMEL (as kernbench.config.validate's TRITON_MAX_BLOCK).
 MAX_BLOCK = 1 << 20
 
+# The limits above in words, per key, for ``kernbench --keys`` (kernbench.cli.keys).
+LIMITS: dict[str, str] = {
+    **{f"workload.{k}": ">= 1 [decoder]" for k in AT_LEAST_ONE if k not in ("head_dim",)},
+    **{f"workload.{k}": "a power of two [decoder]" for k in POWER_OF_TWO},
+    "workload.context_tokens": ">= 0",
+    "workload.heads": "divisible by kv_heads, the quotient a power of two [decoder]",
+    "workload.dtype": f"{' | '.join(DTYPES)} [decoder]",
+    **{f"workload.placement.{k}": "column_wise | row_wise" for k in ONE_COPY},
+    "workload.placement.weights": " | ".join(PLACEMENTS),
+}
+
 
 def decoder_layer(cfg: KernBenchConfig) -> None:
     """Every rule of the decoder layer's keys, in order."""

@@ -316,7 +316,8 @@ class DecoderLayerWorkloadConfig(WorkloadConfig):
     projections (their rows: the batch, padded to a power of two), ``attn_block_n`` KV
     tokens per attention tile, ``block_heads`` heads per rotary / KV-append program,
     ``block_size`` elements per SiLU·up and residual-add program. The defaults are the
-    ``decoder_small`` preset (``conf/workload/decoder_8b.yaml`` is the other).
+    ``decoder_small`` preset, which ``workload=decoder_layer`` runs; ``workload=decoder_8b``
+    is the other.
     """
 
     name: str = "decoder_layer"
