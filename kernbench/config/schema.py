@@ -333,7 +333,7 @@ class DecoderLayerWorkloadConfig(WorkloadConfig):
     rope_theta: float = 500000.0
     block_n: int = 32
     block_k: int = 512
-    attn_block_n: int = 64
+    attn_block_n: int = 128
     block_heads: int = 8
     block_size: int = 1024
     placement: DecoderPlacementConfig = field(default_factory=DecoderPlacementConfig)
