@@ -60,37 +60,45 @@ class Layer:
     """The layer's device tensors on one accelerator, and its steps in order."""
 
     def __init__(self, acc: Accelerator, w: DecoderLayerWorkloadConfig, host: HostLayer):
-        self.acc, self.w, self.host = acc, w, host
+        self.acc, self.w = acc, w
         self.n_pes = len(acc.system.graph.pes)
-        self.block_m = triton.next_power_of_2(w.batch)
+        self.block_m = triton.next_power_of_2(w.batch)  # the batch: one block of rows
+        self.attn_pes = min(w.batch * w.kv_heads, self.n_pes)
         self.deployed: list[DeviceTensor] = []
-        p = w.placement
-        q_cols, kv_cols = w.heads * w.head_dim, w.kv_heads * w.head_dim
-        qkv_cols = q_cols + 2 * kv_cols
+        self._deploy_inputs(host)
+        self._allocate_intermediates()
+
+    def _deploy_inputs(self, host: HostLayer) -> None:
+        """Weights over their projections' PEs, caches over the attention's, the rest
+        over every PE (``workload.placement``)."""
+        w, p = self.w, self.w.placement
         self.x = self._put(host.x, p.activations)
         self.attn_norm = self._put(host.attn_norm, p.activations)
         self.mlp_norm = self._put(host.mlp_norm, p.activations)
-        self.w_qkv = self._put(host.w_qkv, p.weights, self._proj_pes(qkv_cols))
+        self.cos = self._put(host.cos, p.activations)
+        self.sin = self._put(host.sin, p.activations)
+        self.w_qkv = self._put(host.w_qkv, p.weights, self._proj_pes(self.qkv_cols))
         self.w_o = self._put(host.w_o, p.weights, self._proj_pes(w.hidden))
         self.w_gate = self._put(host.w_gate, p.weights, self._proj_pes(w.ffn))
         self.w_up = self._put(host.w_up, p.weights, self._proj_pes(w.ffn))
         self.w_down = self._put(host.w_down, p.weights, self._proj_pes(w.hidden))
-        self.attn_pes = min(w.batch * w.kv_heads, self.n_pes)
         self.k_cache = self._put(host.k_cache, p.kv_cache, self.attn_pes)
         self.v_cache = self._put(host.v_cache, p.kv_cache, self.attn_pes)
-        self.cos = self._put(host.cos, p.activations)
-        self.sin = self._put(host.sin, p.activations)
-        dtype, b = dtype_of(w), w.batch
-        self.h = self._empty((b, w.hidden), dtype, p.activations)
-        self.qkv = self._empty((b, qkv_cols), dtype, p.activations)
-        self.q = self._empty((b, q_cols), dtype, p.activations)
-        self.attn = self._empty((b, q_cols), dtype, p.activations)
-        self.o = self._empty((b, w.hidden), dtype, p.activations)
-        self.h2 = self._empty((b, w.hidden), dtype, p.activations)
-        self.gate = self._empty((b, w.ffn), dtype, p.activations)
-        self.up = self._empty((b, w.ffn), dtype, p.activations)
-        self.act = self._empty((b, w.ffn), dtype, p.activations)
-        self.down = self._empty((b, w.hidden), dtype, p.activations)
+
+    def _allocate_intermediates(self) -> None:
+        w = self.w
+        self.h, self.h2, self.o, self.down = (self._empty(w.hidden) for _ in range(4))
+        self.qkv = self._empty(self.qkv_cols)
+        self.q, self.attn = self._empty(self.q_cols), self._empty(self.q_cols)
+        self.gate, self.up, self.act = (self._empty(w.ffn) for _ in range(3))
+
+    @property
+    def q_cols(self) -> int:
+        return self.w.heads * self.w.head_dim
+
+    @property
+    def qkv_cols(self) -> int:
+        return (self.w.heads + 2 * self.w.kv_heads) * self.w.head_dim
 
     # -- tensors ---------------------------------------------------------------------
     def _put(self, data: Any, cube: str, pes: int | None = None) -> DeviceTensor:
@@ -98,25 +106,26 @@ class Layer:
         self.deployed.append(t)
         return t
 
-    def _empty(self, shape: tuple[int, ...], dtype: Any, cube: str) -> DeviceTensor:
-        t = self.acc.empty(shape, dtype, DPPolicy(cube, "all"))
+    def _empty(self, features: int) -> DeviceTensor:
+        """An activation ``(batch, features)`` in the layer's dtype, over every PE."""
+        policy = DPPolicy(self.w.placement.activations, "all")
+        t = self.acc.empty((self.w.batch, features), dtype_of(self.w), policy)
         self.deployed.append(t)
         return t
 
+    def _proj_programs(self, out_features: int) -> int:
+        return triton.cdiv(self.w.batch, self.block_m) * triton.cdiv(out_features, self.w.block_n)
+
     def _proj_pes(self, out_features: int) -> int:
         """The PEs a projection with ``out_features`` runs on: one per program at most."""
-        programs = triton.cdiv(self.w.batch, self.block_m) * triton.cdiv(
-            out_features, self.w.block_n
-        )
-        return min(programs, self.n_pes)
+        return min(self._proj_programs(out_features), self.n_pes)
 
     # -- steps -----------------------------------------------------------------------
     def steps(self) -> list[Step]:
-        w = self.w
-        q_cols, kv_cols = w.heads * w.head_dim, w.kv_heads * w.head_dim
+        w, q_cols = self.w, self.q_cols
         return [
             self._norm("attn_norm", self.x, self.attn_norm, self.h),
-            self._proj("qkv_proj", self.h, self.w_qkv, self.qkv, q_cols + 2 * kv_cols, w.hidden),
+            self._proj("qkv_proj", self.h, self.w_qkv, self.qkv, self.qkv_cols, w.hidden),
             *self._rotary_and_append(),
             self._attention(),
             self._proj("o_proj", self.attn, self.w_o, self.o, w.hidden, q_cols),
@@ -141,36 +150,40 @@ class Layer:
         """``out = x @ weight.T`` by Triton's tutorial matmul, the weight read as a
         ``(k, n)`` matrix through its strides."""
         w = self.w
-        grid = (triton.cdiv(w.batch, self.block_m) * triton.cdiv(n, w.block_n),)
+        grid = (self._proj_programs(n),)
         strides = (k, 1, 1, k, n, 1)  # x (batch, k); weight (n, k) as (k, n); out (batch, n)
         blocks = {"BLOCK_SIZE_M": self.block_m, "BLOCK_SIZE_N": w.block_n}
         blocks |= {"BLOCK_SIZE_K": w.block_k, "GROUP_SIZE_M": 8}
         args = (x, weight, out, w.batch, n, k, *strides)
-        return Step(name, kernels.matmul, grid, args, blocks, min(grid[0], self.n_pes))
+        return Step(name, kernels.matmul, grid, args, blocks, self._proj_pes(n))
 
     def _rotary_and_append(self) -> list[Step]:
         """Rotary on Q (into its buffer) and K (into the cache's new slot), V copied to
-        its slot: grid (token, block of heads)."""
+        its slot; each program one sequence's block of ``block_heads`` heads."""
         w = self.w
-        half, slots = w.head_dim // 2, w.context_tokens + 1
-        qkv_cols = (w.heads + 2 * w.kv_heads) * w.head_dim
-        cache = (w.context_tokens * w.head_dim, w.kv_heads * slots * w.head_dim)
-        cache += (slots * w.head_dim,)
-        blocks = {"BLOCK_H": w.block_heads, "BLOCK": triton.next_power_of_2(half)}
-        q_args = (self.qkv, self.q, self.cos, self.sin, 0, qkv_cols, 0, w.heads * w.head_dim)
-        q_args += (w.head_dim, w.heads, half)
-        k_args = (self.qkv, self.k_cache, self.cos, self.sin, w.heads * w.head_dim, qkv_cols)
-        k_args += (*cache, w.kv_heads, half)
-        v_args = (self.qkv, self.v_cache, (w.heads + w.kv_heads) * w.head_dim, qkv_cols)
-        v_args += (*cache, w.kv_heads, w.head_dim)
-        v_blocks = {"BLOCK_H": w.block_heads, "BLOCK": triton.next_power_of_2(w.head_dim)}
+        half = w.head_dim // 2
+        rot = {"BLOCK_H": w.block_heads, "BLOCK": triton.next_power_of_2(half)}
+        copy = {"BLOCK_H": w.block_heads, "BLOCK": triton.next_power_of_2(w.head_dim)}
+        q_out = (0, self.q_cols, w.head_dim)  # offset, token stride, head stride
         q_grid = (w.batch, triton.cdiv(w.heads, w.block_heads))
         kv_grid = (w.batch, triton.cdiv(w.kv_heads, w.block_heads))
+        q_args = (self.qkv, self.q, self.cos, self.sin, 0, self.qkv_cols, *q_out, w.heads, half)
+        k_args = (self.qkv, self.k_cache, self.cos, self.sin, self.q_cols, self.qkv_cols)
+        k_args += (*self._new_slot(), w.kv_heads, half)
+        v_args = (self.qkv, self.v_cache, self.q_cols + w.kv_heads * w.head_dim, self.qkv_cols)
+        v_args += (*self._new_slot(), w.kv_heads, w.head_dim)
         return [
-            Step("rotary_q", kernels.rotary, q_grid, q_args, blocks, self._pes(q_grid)),
-            Step("rotary_k", kernels.rotary, kv_grid, k_args, blocks, self._pes(kv_grid)),
-            Step("v_append", kernels.kv_append, kv_grid, v_args, v_blocks, self._pes(kv_grid)),
+            Step("rotary_q", kernels.rotary, q_grid, q_args, rot, self._pes(q_grid)),
+            Step("rotary_k", kernels.rotary, kv_grid, k_args, rot, self._pes(kv_grid)),
+            Step("v_append", kernels.kv_append, kv_grid, v_args, copy, self._pes(kv_grid)),
         ]
+
+    def _new_slot(self) -> tuple[int, int, int]:
+        """Where the step's token goes in a KV cache (elements): the slot's offset in a
+        head, a sequence's stride and a head's."""
+        w = self.w
+        slots = w.context_tokens + 1
+        return w.context_tokens * w.head_dim, w.kv_heads * slots * w.head_dim, slots * w.head_dim
 
     def _attention(self) -> Step:
         """One program per (sequence, KV head) over its cache slab, which is on its PE."""
