@@ -7,12 +7,15 @@ of 4: a masked tail), 4 query heads and 2 KV heads of 16, hidden 64, ffn 96.
 
 from __future__ import annotations
 
+import copy
 import functools
 
 import pytest
 import torch
+from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
 from kernbench.errors import ConfigError
 from kernbench.sim.system import System
@@ -111,8 +114,20 @@ def test_the_row_sums_its_launches_and_names_the_longest():
         ("workload.hidden=400000000", "workload.hidden"),  # more than the HBM holds
     ],
 )
-def test_bad_shapes_name_their_key(compose_cfg, override, key):
-    cfg = OmegaConf.to_object(compose_cfg(*TINY, override))
+def test_bad_shapes_name_their_key(tiny_typed, override, key):
+    cfg = copy.deepcopy(tiny_typed)
+    where, _, value = override.partition("=")
+    parent, _, name = where.removeprefix("workload.").rpartition(".")
+    node = getattr(cfg.workload, parent) if parent else cfg.workload
+    setattr(node, name, type(getattr(node, name))(value))
     with pytest.raises(ConfigError) as err:
         validate(cfg)
     assert err.value.key == key
+
+
+@pytest.fixture(scope="module")
+def tiny_typed():
+    """The tiny layer's typed config, composed once (each case sets one key on a copy)."""
+    register_configs()
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        return OmegaConf.to_object(compose(config_name="config", overrides=TINY))

@@ -20,7 +20,8 @@ def kernel_rows(directory) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_sweep_writes_launch_rows_joined_to_its_points(tmp_path):
-    proc, sweep = run_sweep(tmp_path, *TINY, "address=pa,la", "pe_cost_model=zero")
+    # one worker: its imports (torch, Triton) are most of the test's time
+    proc, sweep = run_sweep(tmp_path, *TINY, "address=pa,la", "pe_cost_model=zero", jobs=1)
     assert proc.returncode == 0, proc.stderr
     points = {(r["job_num"], r["config_hash"]): r for r in merged(sweep)}
     launches = kernel_rows(sweep)

@@ -316,8 +316,8 @@ class DecoderLayerWorkloadConfig(WorkloadConfig):
     projections (their rows: the batch, padded to a power of two), ``attn_block_n`` KV
     tokens per attention tile, ``block_heads`` heads per rotary / KV-append program,
     ``block_size`` elements per SiLU·up and residual-add program. The defaults are the
-    ``decoder_small`` preset, which ``workload=decoder_layer`` runs; ``workload=decoder_8b``
-    is the other.
+    ``decoder_small`` preset, which ``workload=decoder_layer`` runs; ``+experiment=decoder_8b``
+    is the other (``experiments/decoder_8b.yaml``).
     """
 
     name: str = "decoder_layer"
