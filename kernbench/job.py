@@ -29,7 +29,7 @@ from omegaconf.errors import OmegaConfBaseException
 from kernbench import simulate
 from kernbench.cli import estimate
 from kernbench.config import flatten
-from kernbench.config.columns import METRICS
+from kernbench.config.columns import KERNEL_COLUMNS, METRICS
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate_and_flatten
 from kernbench.errors import KernBenchError
@@ -41,6 +41,8 @@ from kernbench.results import (
     make_row,
     write_rows,
 )
+from kernbench.results.identity import identity
+from kernbench.results.kernels import write_kernel_rows
 from kernbench.sweep.cache import PointCache, point_key
 
 if TYPE_CHECKING:
@@ -110,6 +112,9 @@ def run_job(
     wall_s = time.perf_counter() - start
 
     def finish() -> None:
+        if result.kernels:  # beside the row: kernels.parquet, keyed by the point
+            ident = identity(columns, sweep_id=job.sweep_id, job_num=job.job_num)
+            write_kernel_rows(ident, result.kernels, out_dir)
         path = _write(
             out_dir,
             job,
@@ -152,11 +157,16 @@ def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[st
 
 def must_simulate(cfg: Any) -> bool:
     """A point whose output is more than its metrics row is never served from the
-    cache: ``sim.trace`` (the trace file) and ``sim.measure_speed`` (the run's speed);
-    nor one running a user's Triton kernel (``workload.kernel=pkg.module:fn``), whose
-    source is not part of the cache key."""
-    user_kernel = ":" in str(getattr(getattr(cfg, "workload", None), "kernel", ""))
-    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
+    cache: ``sim.trace`` (the trace file), ``sim.measure_speed`` (the run's speed) and
+    a workload with per-launch rows (``kernels.parquet``); nor one running a user's
+    Triton kernel (``workload.kernel=pkg.module:fn``), whose source is not part of the
+    cache key."""
+    workload = getattr(cfg, "workload", None)
+    user_kernel = ":" in str(getattr(workload, "kernel", ""))
+    launches = type(workload) in KERNEL_COLUMNS
+    return bool(
+        cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel or launches
+    )
 
 
 def _served(

@@ -17,6 +17,7 @@ from typing import Any
 from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
 from kernbench.errors import ConfigError, KernBenchError
+from kernbench.results.kernels import WithKernels
 from kernbench.results.trace import TraceWriter
 from kernbench.sim.oplog import OpLogEntry
 from kernbench.sim.speed import bare_timeout_rate, speed_timings
@@ -32,6 +33,8 @@ class RunResult:
     metrics: dict[str, Any]
     oplog: list[OpLogEntry] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    # One row per kernel launch, for workloads that report them (kernels.parquet).
+    kernels: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         """A short human summary, one metric per line."""
@@ -87,8 +90,9 @@ def run_validated(
         start = time.perf_counter()
         system = System(cfg, trace=trace)
         system.observer = observer
-        metrics = workload(system, cfg.workload)
+        out = workload(system, cfg.workload)
         sim_wall_s = time.perf_counter() - start
+        metrics, kernels = (out.metrics, out.kernels) if isinstance(out, WithKernels) else (out, [])
         _check_finite(metrics)
         ok = True
     finally:
@@ -99,4 +103,4 @@ def run_validated(
     if cfg.sim.measure_speed:
         accesses = sum(pe.dma.stages_done for pe in system.pes)
         timings |= speed_timings(accesses, sim_wall_s, bare)
-    return RunResult(metrics, oplog, timings)
+    return RunResult(metrics, oplog, timings, kernels)

@@ -33,19 +33,19 @@ USAGE_CASES = [
     ),
     (
         "workload=base_stream",
-        "workload=base_stream: no such option;"
-        " workload options: gqa_opt2, gqa_opt3, stream, triton",
+        "workload=base_stream: no such option; workload options: decoder_layer, gqa_opt2,"
+        " gqa_opt3, stream, triton",
     ),
     (
         "workload=gqa_op3",
-        "workload=gqa_op3: no such option; workload options: gqa_opt2, gqa_opt3, stream, triton;"
-        " did you mean gqa_opt3?",
+        "workload=gqa_op3: no such option; workload options: decoder_layer, gqa_opt2,"
+        " gqa_opt3, stream, triton; did you mean gqa_opt3?",
     ),
     (
         "experiment=bw_equivalence",
         "experiment=bw_equivalence: a study preset is added, not chosen: write"
-        " +experiment=<name> (presets: bw_equivalence, design_search, dispatch_ratio,"
-        " sim_speed)",
+        " +experiment=<name> (presets: bw_equivalence, decoder_8b, decoder_layer,"
+        " design_search, dispatch_ratio, sim_speed)",
     ),
     (  # issue 22: the start of a key's last part, from another parent
         "topology.fixed=0",
@@ -232,8 +232,11 @@ def test_help_lists_every_schema_key_with_type_unit_default_limit():
 def test_help_hides_base_configs_and_shows_plus_experiment():
     text = help_text()
     assert "base_stream" not in text and "base_gqa" not in text
-    assert "  workload=gqa_opt2 | gqa_opt3 | stream*" in text
-    assert "  +experiment=bw_equivalence | design_search | dispatch_ratio | sim_speed" in text
+    assert "  workload=decoder_layer | gqa_opt2 | gqa_opt3 | stream*" in text
+    assert (
+        "  +experiment=bw_equivalence | decoder_8b | decoder_layer | design_search"
+        " | dispatch_ratio | sim_speed" in text
+    )
     assert "\n  experiment=" not in text
 
 

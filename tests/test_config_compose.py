@@ -205,7 +205,13 @@ EXPERIMENTS = [p.stem for p in experiment_files() if not preset_plugins(p.stem)]
 
 
 def test_the_design_presets_exist_and_are_global():
-    assert EXPERIMENTS == ["bw_equivalence", "dispatch_ratio", "sim_speed"]
+    assert EXPERIMENTS == [
+        "bw_equivalence",
+        "decoder_8b",
+        "decoder_layer",
+        "dispatch_ratio",
+        "sim_speed",
+    ]
     assert [p.stem for p in experiment_files() if preset_plugins(p.stem)] == ["design_search"]
     for path in experiment_files():
         assert path.read_text().startswith("# @package _global_\n")

@@ -296,12 +296,13 @@ WORKLOADS = [
     ("gqa_opt2", ["topology=small"]),
     ("gqa_opt3", ["channel_mapping=one_to_one"]),
     ("triton", ["topology=small", "workload.size=1024"]),
+    ("decoder_layer", ["topology=small", "workload.hidden=64", "workload.ffn=96"]),
 ]
 
 
 @pytest.mark.parametrize(("workload", "overrides"), WORKLOADS)
 def test_declared_metric_columns_are_the_rows(compose_cfg, tmp_path, workload, overrides):
-    if workload == "triton":
+    if workload in ("triton", "decoder_layer"):
         pytest.importorskip("triton", reason="needs the triton extra")
     cfg = compose_cfg(f"workload={workload}", *overrides)
     assert run_job(cfg, tmp_path, cache=None) == "ok"

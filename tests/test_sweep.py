@@ -33,13 +33,15 @@ IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_comm
 STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_bw_gbs"]
 
 
-def run_sweep(tmp_path: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, Path]:
-    """``kernbench -m ...`` with 2 workers; returns the process and sweep dir."""
+def run_sweep(
+    tmp_path: Path, *overrides: str, jobs: int = 2
+) -> tuple[subprocess.CompletedProcess, Path]:
+    """``kernbench -m ...`` with 2 workers (or ``jobs``); returns the process and sweep dir."""
     sweep = tmp_path / "sweep"
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     proc = subprocess.run(
         [sys.executable, "-m", "kernbench.app", "-m", *overrides]
-        + [f"hydra.sweep.dir={sweep}", "hydra.launcher.n_jobs=2"],
+        + [f"hydra.sweep.dir={sweep}", f"hydra.launcher.n_jobs={jobs}"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

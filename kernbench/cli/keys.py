@@ -19,6 +19,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
+from kernbench.config.decoder_rules import LIMITS as DECODER_LIMITS
 from kernbench.config.limits import (
     AT_LEAST_ONE,
     AT_MOST,
@@ -109,6 +110,8 @@ def type_name(hint: Any) -> str:
 def limit_of(name: str) -> str:
     """The limit the validation rules put on ``name``, in words ('' when none)."""
     found = [text for key, text in CROSS_FIELD_LIMITS.items() if key == name]
+    if name in DECODER_LIMITS:
+        found.append(DECODER_LIMITS[name])
     if name in AT_LEAST_ONE or name in GQA_AT_LEAST_ONE or name in TRITON_SIZES:
         found.append(">= 1")
     if name in NON_NEGATIVE:

@@ -10,6 +10,7 @@ has exactly these metric columns, of these kinds, so the table cannot drift from
 from __future__ import annotations
 
 from kernbench.config.schema import (
+    DecoderLayerWorkloadConfig,
     GqaWorkloadConfig,
     StreamWorkloadConfig,
     TritonWorkloadConfig,
@@ -71,11 +72,68 @@ _TRITON = {
     "max_abs_error": NUMBER,
 }
 
+# What a launch of several kernels reports per launch and sums over them.
+_LAUNCHES = {
+    "commands": NUMBER,
+    "dma_commands": NUMBER,
+    "gemm_commands": NUMBER,
+    "math_commands": NUMBER,
+    "bytes_moved": NUMBER,
+    "dispatch_cycles_total": NUMBER,
+    "flops": NUMBER,
+    "math_elements": NUMBER,
+}
+_UTILIZATION = {
+    "cpu_utilization": NUMBER,
+    "gemm_utilization": NUMBER,
+    "math_utilization": NUMBER,
+    "dma_utilization": NUMBER,
+    "bottleneck": TEXT,
+}
+_DECODER = {
+    "kernel_latency_ns": NUMBER,
+    "sim_time_ns": NUMBER,
+    "kernels": NUMBER,
+    **_LAUNCHES,
+    **_UTILIZATION,
+    "cpu_bound_kernels": NUMBER,
+    "roofline_bound_ns": NUMBER,
+    "roofline_efficiency": NUMBER,
+    "dominant_kernel": TEXT,
+    "dominant_kernel_share": NUMBER,
+    "install_latency_ns": NUMBER,
+    "install_bytes": NUMBER,
+    "max_abs_error": NUMBER,
+}
+
 # Workload schema -> its metric columns (in row order) and their kinds.
 METRICS: dict[type, dict[str, str]] = {
     StreamWorkloadConfig: _STREAM,
     GqaWorkloadConfig: _GQA,
     TritonWorkloadConfig: _TRITON,
+    DecoderLayerWorkloadConfig: _DECODER,
+}
+
+# Workloads that also write one row per kernel launch (``kernels.parquet``,
+# :mod:`kernbench.results.kernels`), after the point's identity columns: those columns.
+KERNEL_COLUMNS: dict[type, dict[str, str]] = {
+    DecoderLayerWorkloadConfig: {
+        "launch": NUMBER,
+        "kernel": TEXT,
+        "triton_kernel": TEXT,
+        "kernel_latency_ns": NUMBER,
+        "programs": NUMBER,
+        "active_pe_count": NUMBER,
+        **_LAUNCHES,
+        **_UTILIZATION,
+        "memory_bound_ns": NUMBER,
+        "gemm_bound_ns": NUMBER,
+        "math_bound_ns": NUMBER,
+        "roofline_bound_ns": NUMBER,
+        "roofline_limit": TEXT,
+        "busiest_resource": TEXT,
+        "roofline_efficiency": NUMBER,
+    },
 }
 
 # Wall-clock columns every row has (null when served from the point cache), and those

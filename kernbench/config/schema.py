@@ -292,6 +292,55 @@ class TritonWorkloadConfig(WorkloadConfig):
 
 
 @dataclass
+class DecoderPlacementConfig:
+    """How each tensor class of ``workload=decoder_layer`` is split over PEs: the
+    runtime's ``DPPolicy.cube`` (``column_wise``, ``row_wise``: one copy split into
+    contiguous shards; ``replicate``: a copy per cube, split over its PEs). Over which
+    PEs: a projection's weight over the PEs that run its programs, the KV cache over
+    the attention's, activations over every PE (README, "Decoder layer"). The KV cache
+    and activations are written by the step, so they must be one copy."""
+
+    weights: str = "column_wise"
+    kv_cache: str = "column_wise"
+    activations: str = "column_wise"
+
+
+@dataclass
+class DecoderLayerWorkloadConfig(WorkloadConfig):
+    """One decode step of a pre-norm grouped-query-attention decoder layer (Llama-style,
+    DESIGN §13.2) from ``@triton.jit`` kernels (needs the ``[triton]`` extra).
+
+    ``batch`` sequences each add one token after ``context_tokens`` in the KV cache;
+    ``heads`` query heads and ``kv_heads`` KV heads of ``head_dim``; ``hidden`` model
+    width, ``ffn`` the MLP's. Blocks: ``block_n`` x ``block_k`` weight tiles of the
+    projections (their rows: the batch, padded to a power of two), ``attn_block_n`` KV
+    tokens per attention tile, ``block_heads`` heads per rotary / KV-append program,
+    ``block_size`` elements per SiLU·up and residual-add program. The defaults are the
+    ``decoder_small`` preset, which ``workload=decoder_layer`` runs; ``+experiment=decoder_8b``
+    is the other (``experiments/decoder_8b.yaml``).
+    """
+
+    name: str = "decoder_layer"
+    batch: int = 1
+    context_tokens: int = 256
+    hidden: int = 512
+    heads: int = 8
+    kv_heads: int = 2
+    head_dim: int = 64
+    ffn: int = 1536
+    dtype: str = "float16"
+    rms_eps: float = 1e-5
+    rope_theta: float = 500000.0
+    block_n: int = 32
+    block_k: int = 512
+    attn_block_n: int = 128
+    block_heads: int = 8
+    block_size: int = 1024
+    placement: DecoderPlacementConfig = field(default_factory=DecoderPlacementConfig)
+    seed: int = 0
+
+
+@dataclass
 class SimConfig:
     """How the simulation is driven and what it records (not part of the model)."""
 

@@ -34,6 +34,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from kernbench.config.schema import (
+    DecoderLayerWorkloadConfig,
     GqaWorkloadConfig,
     KernBenchConfig,
     StreamWorkloadConfig,
@@ -51,6 +52,7 @@ WORKLOAD_SCHEMAS: dict[str, type] = {
     "base_stream": StreamWorkloadConfig,
     "base_gqa": GqaWorkloadConfig,
     "base_triton": TritonWorkloadConfig,
+    "base_decoder_layer": DecoderLayerWorkloadConfig,
 }
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.address.pa import OFFSET_BITS
+from kernbench.config.decoder_rules import decoder_layer as _decoder_layer
 from kernbench.config.flatten import Scalar, Tree, column_value, scalars, walk
 from kernbench.config.limits import ABSENT, KEY_RULES, get_key, leaf_limits, present
 from kernbench.config.objective import check as _objective
@@ -287,7 +288,7 @@ def _gqa_at_least_one(cfg: KernBenchConfig) -> None:
 def _gqa_shape(cfg: KernBenchConfig) -> None:
     """GQA: whole KV tiles, whole query groups, one PE per KV head (DESIGN §5)."""
     w = cfg.workload
-    if get_key(cfg, "workload.kv_heads") is ABSENT:
+    if get_key(cfg, "workload.query_heads") is ABSENT:  # GQA only
         return
     if w.seq_tokens % w.tile_tokens:
         raise ConfigError(
@@ -315,7 +316,7 @@ def _gqa_fits(cfg: KernBenchConfig) -> None:
     """GQA's tensors must fit in the HBM of each PE that holds a KV head's shard: Q and
     O (the group's query rows), K and V (every KV token), each on the allocator's
     alignment (:func:`kernbench.workloads.gqa.run`)."""
-    if get_key(cfg, "workload.kv_heads") is ABSENT:
+    if get_key(cfg, "workload.query_heads") is ABSENT:  # GQA only
         return
     w, mm = cfg.workload, cfg.topology.cube.memory_map
     rows = w.query_heads // w.kv_heads * w.query_tokens
@@ -489,5 +490,6 @@ RULES: tuple[Rule, ...] = (
     _stream_pattern,
     _triton_sizes,
     _triton_fits,
+    _decoder_layer,
     _objective,  # last: it reads the derived values as the row will hold them
 )

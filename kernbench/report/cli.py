@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernbench.report import pareto
+from kernbench.report import decoder_layer, pareto
 from kernbench.report.document import PlotChoice, ReportError, build, render_text
 from kernbench.report.html import write_html
 from kernbench.report.tables import status_counts
 from kernbench.results import RESULT_FILE, STATUS_OK
+from kernbench.results.kernels import KERNELS_FILE
 from kernbench.sweep import MERGED_FILE
 
 DEFAULT_ROOT = Path("outputs")
@@ -42,6 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         df = load_any(where)
         out_dir = where if where.is_dir() else where.parent
         df.attrs[pareto.ATTR] = pareto.recorded_objective(out_dir)  # a list: the front
+        df.attrs[decoder_layer.KERNELS_PATH] = str(out_dir / KERNELS_FILE)  # launch rows
         choice = PlotChoice(args.metric, args.x, args.hue)
         sections = build(df, out_dir, choice)
     except (FileNotFoundError, ReportError) as exc:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from kernbench.report import bw_equivalence, dispatch_ratio, pareto, sim_speed
+from kernbench.report import bw_equivalence, decoder_layer, dispatch_ratio, pareto, sim_speed
 from kernbench.report.claims import Claim
 from kernbench.report.formatting import format_table, format_value
 
@@ -51,6 +51,7 @@ STUDIES: tuple[Study, ...] = (
     Study("dispatch ratio", dispatch_ratio.table, dispatch_ratio.check, dispatch_ratio.plot),
     Study("simulator speed", sim_speed.table, sim_speed.check, sim_speed.plot),
     Study("Pareto front", pareto.table, pareto.check, pareto.plot),
+    Study("decoder layer", decoder_layer.table, decoder_layer.check, decoder_layer.plot),
 )
 
 

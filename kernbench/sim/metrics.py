@@ -18,6 +18,7 @@ from kernbench.sim.cost_model import DispatchCostModel
 
 if TYPE_CHECKING:
     from kernbench.sim.system import PeUnit, System
+    from kernbench.topology.graph import TopologyGraph
     from kernbench.topology.names import PeId
 
 ENGINES = ("gemm", "math", "dma")
@@ -140,16 +141,35 @@ class LaunchUsage:
         bandwidth, summed over the links that share it, over ``interval_ns``), named
         ``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource (both ways, DESIGN
         §13.1). Ties go to HBM, then to the lowest id, so a run always names the same."""
-        graph = self.system.graph
-        hbm = {lk.id for lk in graph.hbm_link.values()}
-        busy = [0.0] * len(graph.links)
-        for lk, carried in zip(graph.links, self.link_bytes(), strict=True):
-            busy[lk.resource] += carried / lk.bw_gbs
-        best = max(range(len(busy)), key=lambda i: (busy[i], i in hbm, -i))
-        link = graph.links[best]
-        arrow = "<->" if best in hbm else "->"
+        busy = resource_busy_ns(self.system.graph, self.link_bytes())
+        best = busiest_resource(self.system.graph, busy)
         utilization = busy[best] / interval_ns if interval_ns > 0 else 0.0
-        return f"{link.src}{arrow}{link.dst}", utilization
+        return resource_name(self.system.graph, best), utilization
+
+
+def resource_busy_ns(graph: TopologyGraph, link_bytes: list[int]) -> list[float]:
+    """The least time each link resource needs to carry ``link_bytes`` (by link id):
+    the bytes of every link that uses it over that link's bandwidth, summed (HBM's two
+    ways share one resource, DESIGN §13.1); by resource id (a link id), 0 for a link
+    that is another's resource. No run carries them faster, whatever the sharing."""
+    busy = [0.0] * len(graph.links)
+    for lk, carried in zip(graph.links, link_bytes, strict=True):
+        busy[lk.resource] += carried / lk.bw_gbs
+    return busy
+
+
+def busiest_resource(graph: TopologyGraph, busy: list[float]) -> int:
+    """The resource with the most busy time; ties go to HBM, then to the lowest id,
+    so a run always names the same."""
+    hbm = {lk.id for lk in graph.hbm_link.values()}
+    return max(range(len(busy)), key=lambda i: (busy[i], i in hbm, -i))
+
+
+def resource_name(graph: TopologyGraph, resource: int) -> str:
+    """``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource (both ways)."""
+    link = graph.links[resource]
+    hbm = any(lk.id == resource for lk in graph.hbm_link.values())
+    return f"{link.src}{'<->' if hbm else '->'}{link.dst}"
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:

@@ -30,6 +30,7 @@ from kernbench.results import (
     rows_to_table,
     write_table_atomic,
 )
+from kernbench.results.kernels import merge_kernel_tables
 
 MERGED_FILE = "results.parquet"
 _HYDRA_DIR = ".hydra"
@@ -66,6 +67,7 @@ def merge_sweep(sweep_dir: str | Path) -> MergeOutcome:
     rows = [row for job in job_dirs(sweep_dir) for row in job_rows(job, sweep_dir)]
     rows.sort(key=_order)
     path = write_table_atomic(rows_to_table(rows), sweep_dir / MERGED_FILE)
+    merge_kernel_tables(sweep_dir, rows)  # the points' launch rows, if any
     n_errors = sum(row.get("status") == STATUS_ERROR for row in rows)
     n_cached = sum(bool(row.get("cached")) for row in rows)
     return MergeOutcome(path, len(rows), n_errors, n_cached)

@@ -33,6 +33,7 @@ from omegaconf._utils import get_yaml_loader
 
 from kernbench.files import write_atomic
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
+from kernbench.results.kernels import merge_kernel_tables
 from kernbench.sweep import outputs, stop
 from kernbench.sweep.claim import POINTS_FILE, RECORDS_DIR, end_line
 from kernbench.sweep.merge import MERGED_FILE, MergeOutcome
@@ -155,6 +156,7 @@ class Gather:
         target = self.sweep_dir / MERGED_FILE
         with outputs.reported(target):
             path = write_table_atomic(rows_to_table(self.rows), target)
+            merge_kernel_tables(self.sweep_dir, self.rows)  # the points' launch rows
         n_errors = sum(row.get("status") == STATUS_ERROR for row in self.rows)
         n_cached = sum(bool(row.get("cached")) for row in self.rows)
         return MergeOutcome(path, len(self.rows), n_errors, n_cached)

@@ -27,6 +27,7 @@ from kernbench.config.schema import KernBenchConfig
 from kernbench.config.validate import validate
 from kernbench.errors import AddressFault
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
+from kernbench.sim.metrics import LaunchUsage
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 from kernbench.triton import grid as gridmap
@@ -40,7 +41,7 @@ from kernbench.triton.memory import (
     Translator,
     shard_views,
 )
-from kernbench.triton.metrics import launch_row, snapshot
+from kernbench.triton.metrics import LaunchWork, launch_row, snapshot
 
 TL_DTYPES = {
     torch.float32: tl.float32,
@@ -106,10 +107,12 @@ class DeviceTensor:
 
 @dataclass
 class TritonRun:
-    """What one launch measured: its simulated latency and a metrics row."""
+    """What one launch measured: its simulated latency, a metrics row, and the work it
+    asked of each unit (None only for a run made by hand)."""
 
     kernel_latency_ns: float
     metrics: dict[str, Any]
+    work: LaunchWork | None = None
 
 
 class Accelerator:
@@ -150,7 +153,7 @@ class Accelerator:
         raw = data.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
         for copy in dev.views:
             for v in copy:
-                self._write_shard(v, raw, dev.element_size(), dev.nbytes)
+                self._write_shard(v, raw, dev.nbytes)
         return dev
 
     def empty(
@@ -169,13 +172,12 @@ class Accelerator:
 
     def to_torch(self, t: DeviceTensor) -> torch.Tensor:
         """The tensor's values as device memory holds them (its first copy)."""
-        elem = t.element_size()
         raw = np.zeros(t.nbytes, np.uint8)
         for v in t.views[0]:
             n = _real_bytes(v, t.nbytes)
             if n:
-                pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
-                raw[v.start : v.start + n] = self.memory.read(pas, elem).reshape(-1)
+                pieces = self.translator.span_pieces(v.pe, v.ptr, n)
+                raw[v.start : v.start + n] = self.memory.read_pieces(pieces)
         return torch.from_numpy(raw).view(t.dtype).reshape(t.shape).clone()
 
     # -- launch ---------------------------------------------------------------------------
@@ -188,6 +190,7 @@ class Accelerator:
         plan, used = self._plan(g)
         lowering = Lowering(self.window, self.translator, self.memory)
         before = snapshot(self.system, used)
+        usage = LaunchUsage(self.system)
         start = self.system.env.now
         body, converted = hook.rewritten(fn), self._convert(fn, named)
         try:
@@ -203,7 +206,8 @@ class Accelerator:
         latency = max(ends.values()) - start
         row = launch_row(self.system, used, before, latency, lowering)
         row |= {"programs": math.prod(g), "active_pe_count": len(used)}
-        return TritonRun(latency, row)
+        work = LaunchWork(dict(lowering.flops), dict(lowering.elements), usage.link_bytes())
+        return TritonRun(latency, row, work)
 
     def _plan(self, g: gridmap.Grid3) -> tuple[list[list[gridmap.Grid3]], list[PeId]]:
         """Program ids per PE slot, and the PEs that get programs."""
@@ -238,11 +242,11 @@ class Accelerator:
             return self.system.cfg.topology.pes_per_cube
         return len(self.runtime.pes(policy.pes))
 
-    def _write_shard(self, v: ShardView, raw: np.ndarray, elem: int, total: int) -> None:
+    def _write_shard(self, v: ShardView, raw: np.ndarray, total: int) -> None:
         n = _real_bytes(v, total)
         if n:
-            pas = self.translator.pas(v.pe, v.ptr + np.arange(0, n, elem, dtype=np.int64))
-            self.memory.write(pas, raw[v.start : v.start + n].reshape(-1, elem))
+            pieces = self.translator.span_pieces(v.pe, v.ptr, n)
+            self.memory.write_pieces(pieces, raw[v.start : v.start + n])
 
     def _convert(self, fn: Callable[..., Any], named: dict[str, Any]) -> dict[str, Any]:
         """Arguments as the interpreter wants them; device tensors become pointers."""

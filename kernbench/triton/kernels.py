@@ -5,7 +5,14 @@
 ``decode_attention`` is a grouped-query decode step in the spirit of the GQA
 workloads: one program per KV head, its group's query heads as the rows, an online
 softmax over KV tiles of ``BLOCK_N`` tokens with S = Q·Kᵀ and acc += P·V as dots.
-Their inputs and torch references are in :mod:`kernbench.triton.cases`.
+
+The rest are what a Llama-style decoder layer needs beside those
+(:mod:`kernbench.triton.decoder`): ``rms_norm``, ``rotary`` (rotate-half form, as
+Llama's), ``kv_append`` (a token's heads into a KV cache), ``silu_mul`` (SiLU(gate)·up)
+and ``residual_add`` (the residual stream, in place). Each computes in fp32 and stores
+in its output's dtype, as such kernels do for fp16 models.
+The tutorial kernels' inputs and torch references are in :mod:`kernbench.triton.cases`;
+the layer's kernels are checked against torch in tests/test_triton_decoder_kernels.py.
 """
 
 from __future__ import annotations
@@ -135,3 +142,101 @@ def decode_attention(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     tl.store(Out + rows[:, None] * HEAD_DIM + d[None, :], acc / l_i[:, None])
+
+
+@triton.jit
+def rms_norm(X, W, Y, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    # y = x / sqrt(mean(x^2) + eps) * w, one program per row: layer_norm without the
+    # mean and the bias (Llama's RMSNorm).
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < N
+    x = tl.load(X + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, axis=0) / N + eps)
+    w = tl.load(W + cols, mask=mask)
+    tl.store(Y + row * stride + cols, x * rstd * w, mask=mask)
+
+
+@triton.jit
+def rotary(
+    X,
+    Out,
+    Cos,
+    Sin,
+    x_offset,
+    x_token_stride,
+    out_offset,
+    out_token_stride,
+    out_head_stride,
+    n_heads,
+    HALF,
+    BLOCK_H: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # Rotary position embedding, rotate-half form: a head of 2 x HALF elements becomes
+    # (x1 cos - x2 sin, x2 cos + x1 sin) with x1, x2 its halves and cos, sin the token's
+    # tables (HALF each). Program (token, block of BLOCK_H heads). Heads are read
+    # contiguous from X at x_offset and written at out_head_stride from out_offset, so
+    # K can go straight into its slot of a KV cache.
+    tok = tl.program_id(0)
+    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    i = tl.arange(0, BLOCK)
+    in_half = i < HALF
+    mask = (heads[:, None] < n_heads) & in_half[None, :]
+    src = X + x_offset + tok * x_token_stride + heads[:, None] * (2 * HALF) + i[None, :]
+    x1 = tl.load(src, mask=mask, other=0.0).to(tl.float32)
+    x2 = tl.load(src + HALF, mask=mask, other=0.0).to(tl.float32)
+    c = tl.load(Cos + tok * HALF + i, mask=in_half, other=0.0)[None, :]
+    s = tl.load(Sin + tok * HALF + i, mask=in_half, other=0.0)[None, :]
+    dst = Out + out_offset + tok * out_token_stride + heads[:, None] * out_head_stride
+    tl.store(dst + i[None, :], x1 * c - x2 * s, mask=mask)
+    tl.store(dst + HALF + i[None, :], x2 * c + x1 * s, mask=mask)
+
+
+@triton.jit
+def kv_append(
+    X,
+    Cache,
+    x_offset,
+    x_token_stride,
+    cache_offset,
+    cache_token_stride,
+    cache_head_stride,
+    n_heads,
+    HEAD_DIM,
+    BLOCK_H: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # Copy a token's n_heads heads (contiguous in X from x_offset) into their slots of
+    # a KV cache (cache_head_stride apart from cache_offset): the V half of a decode
+    # step's cache update (rotary writes K).
+    tok = tl.program_id(0)
+    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    d = tl.arange(0, BLOCK)
+    mask = (heads[:, None] < n_heads) & (d[None, :] < HEAD_DIM)
+    src = X + x_offset + tok * x_token_stride + heads[:, None] * HEAD_DIM + d[None, :]
+    dst = Cache + cache_offset + tok * cache_token_stride + heads[:, None] * cache_head_stride
+    tl.store(dst + d[None, :], tl.load(src, mask=mask), mask=mask)
+
+
+@triton.jit
+def silu_mul(Gate, Up, Out, n_elements, BLOCK_SIZE: tl.constexpr):
+    # out = SiLU(gate) * up = gate / (1 + exp(-gate)) * up: the gated MLP's middle.
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    g = tl.load(Gate + offsets, mask=mask).to(tl.float32)
+    u = tl.load(Up + offsets, mask=mask).to(tl.float32)
+    tl.store(Out + offsets, g / (1.0 + tl.exp(-g)) * u, mask=mask)
+
+
+@triton.jit
+def residual_add(X, Y, n_elements, BLOCK_SIZE: tl.constexpr):
+    # X += Y in place: the residual stream takes a sublayer's output (vector_add writing
+    # over its first input, summed in fp32).
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(X + offsets, mask=mask).to(tl.float32)
+    y = tl.load(Y + offsets, mask=mask).to(tl.float32)
+    tl.store(X + offsets, x + y, mask=mask)

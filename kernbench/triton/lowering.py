@@ -38,6 +38,10 @@ class Lowering:
         self.translator = translator
         self.memory = memory
         self.commands: Counter[str] = Counter()  # issued per command kind, this launch
+        # What the launch asks of each PE's engines, by PE index: GEMM flops and MATH
+        # elements (the roofline's compute terms, kernbench.triton.roofline).
+        self.flops: Counter[int] = Counter()
+        self.elements: Counter[int] = Counter()
 
     def load(
         self, ptrs: np.ndarray, mask: np.ndarray, other: np.ndarray | None, dtype: Any
@@ -172,4 +176,8 @@ class Lowering:
 
     def _emit(self, cmd: PeCommand) -> None:
         self.commands[type(cmd).__name__] += 1
+        if isinstance(cmd, GemmCmd):
+            self.flops[current_program().pe.index] += cmd.flops
+        elif isinstance(cmd, MathCmd):
+            self.elements[current_program().pe.index] += cmd.elements
         kbtl.emit(cmd)

@@ -183,6 +183,18 @@ class Translator:
         cache.runs[id(views), offset, nbytes] = (views, merged, pieces)
         return merged, pieces
 
+    def span_pieces(self, pe: PeId, dev: int, nbytes: int) -> list[tuple[int, int]]:
+        """The ``(PA, bytes)`` pieces of the device range ``[dev, dev+nbytes)``, one per
+        translation chunk it touches (each maps linearly), contiguous PAs merged: a
+        whole shard is written or read by chunks, not element by element."""
+        cuts = np.arange(-(-dev // self.chunk) * self.chunk, dev + nbytes, self.chunk)
+        starts = np.concatenate(([dev], cuts[cuts > dev])).astype(np.int64)
+        sizes = np.diff(np.append(starts, dev + nbytes))
+        pieces: list[tuple[int, int]] = []
+        for pa, n in zip(self.pas(pe, starts).tolist(), sizes.tolist(), strict=True):
+            _extend(pieces, pa, n)
+        return pieces
+
     def pas(self, pe: PeId, dev: np.ndarray) -> np.ndarray:
         """PA of every device address in ``dev``, through the address model."""
         keys = dev // self.chunk

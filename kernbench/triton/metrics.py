@@ -9,6 +9,7 @@ lowering issued.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kernbench.sim.metrics import ENGINES, bottleneck
@@ -17,6 +18,26 @@ from kernbench.topology.names import PeId
 from kernbench.triton.lowering import Lowering
 
 UNITS = ("cpu", *ENGINES)
+
+
+@dataclass(frozen=True)
+class LaunchWork:
+    """What one launch asked of the machine, whatever the timing: GEMM flops and MATH
+    elements per PE (by PE index, as the lowering issued them) and the bytes each link
+    carried (by link id, as the fabric counted them): the inputs of its roofline
+    (:mod:`kernbench.triton.roofline`)."""
+
+    flops: dict[int, int]
+    elements: dict[int, int]
+    link_bytes: list[int]
+
+    @property
+    def total_flops(self) -> int:
+        return sum(self.flops.values())
+
+    @property
+    def total_elements(self) -> int:
+        return sum(self.elements.values())
 
 
 def snapshot(system: System, pes: list[PeId]) -> dict[str, float]:
