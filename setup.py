@@ -24,8 +24,10 @@ from setuptools import setup
 
 # What a stream access runs through (README "Compiled build"). Left pure:
 # kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python), the
-# packages' __init__.py files, and kernbench/runtime/context.py (once per deploy and
-# launch, not per access; compiled, its tensors' weakref finalisers crashed the process).
+# packages' __init__.py files, kernbench/topology/views.py (the whole topology as
+# collections.abc views, for tests and set-up, never per access), and
+# kernbench/runtime/context.py (once per deploy and launch, not per access; compiled,
+# its tensors' weakref finalisers crashed the process).
 HOT = [
     "kernbench/commands.py",
     "kernbench/tl.py",
@@ -39,6 +41,7 @@ HOT = [
     "kernbench/address/registry.py",
     "kernbench/address/va.py",
     "kernbench/topology/graph.py",
+    "kernbench/topology/layout.py",
     "kernbench/topology/names.py",
     "kernbench/topology/routes.py",
     "kernbench/sim/control.py",

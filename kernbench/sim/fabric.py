@@ -75,12 +75,12 @@ class ReservationFabric(DataPlane):
     def __init__(
         self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
     ) -> None:
-        self.free_at = [0.0] * len(graph.links)
-        self.bw = [lk.bw_gbs for lk in graph.links]
+        self.bw = graph.layout.bandwidths()
+        self.free_at = [0.0] * len(self.bw)
         self.access_latency_ns = access_latency_ns
-        self.bytes_carried = [0] * len(graph.links)
+        self.bytes_carried = [0] * len(self.bw)
         # Per resource: idle (start, end) stretches before free_at, sorted; how many have any.
-        self.holes: list[list[tuple[float, float]]] = [[] for _ in graph.links]
+        self.holes: list[list[tuple[float, float]]] = [[] for _ in self.bw]
         self._holed = 0
         self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
 

@@ -97,8 +97,8 @@ class FairFabric(DataPlane):
         reuse: bool = True,
         whole: bool = False,
     ) -> None:
-        self.bw = [lk.bw_gbs for lk in graph.links]
-        self._links = len(graph.links)
+        self.bw = graph.layout.bandwidths()
+        self._links = len(self.bw)
         self.access_latency_ns = access_latency_ns
         self.events = events
         self.segments: list[tuple[tuple[int, ...], float, float, float]] | None = (
@@ -120,11 +120,10 @@ class FairFabric(DataPlane):
         # selective update must equal (tests).
         self._whole = whole
         self._fast = fast and not record
-        self._redundant = redundant(graph)
-        links = range(len(graph.links))
-        self._owner: list[Queue | None] = [None for _ in links]  # arithmetic holder
-        self._fluid = [0 for _ in links]  # queues with flows on each link
-        self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
+        self._never_binds = graph.layout.never_binds
+        self._owner: list[Queue | None] = [None] * self._links  # arithmetic holder
+        self._fluid = [0] * self._links  # queues with flows on each link
+        self._on: list[list[Queue]] = [[] for _ in range(self._links)]  # queues with joined flows
         self._requesters: dict[str, Requester] = {}  # by DMA node
         self._lanes: dict[int, Lane] = {}  # by id(routes): one per DMA and direction
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
@@ -135,7 +134,7 @@ class FairFabric(DataPlane):
         # and leaving, a hotspot's recomputations (a queue's new head moving in its
         # requester's age order) all cover one component, found once.
         self._layout = 0  # bumped when a queue enters or leaves
-        self._comp: list[Component | None] = [None for _ in links]
+        self._comp: list[Component | None] = [None] * self._links
         self._searches = 0
 
     @property
@@ -181,7 +180,7 @@ class FairFabric(DataPlane):
             nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
-                queue = Queue(routes[req[0]], self._redundant, who, self.access_latency_ns)
+                queue = Queue(routes[req[0]], self._never_binds, who, self.access_latency_ns)
                 queues[req[0]] = queue
                 who.queues.append(queue)
             queue.moved += nbytes
@@ -547,16 +546,3 @@ class FairFabric(DataPlane):
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
-
-
-def redundant(graph: TopologyGraph) -> frozenset[int]:
-    """Resources that never bind: a link into or out of an HBM router at least as wide
-    as the router's HBM resource, which every route through the router also crosses
-    (both ways share it, so it carries at least what such a link does)."""
-    found = set()
-    for lk in graph.links:
-        router = lk.dst if lk.dst in graph.hbm_link else lk.src
-        hbm = graph.hbm_link.get(router)
-        if hbm is not None and lk.resource != hbm.resource and lk.bw_gbs >= hbm.bw_gbs:
-            found.add(lk.resource)
-    return frozenset(found)
