@@ -42,7 +42,7 @@ def test_sharded_install_on_both_sips_lands_once_on_every_pe(model):
     t = ctx.deploy(32 * KIB4, DPPolicy("column_wise", "all"))
     (msg,) = system.control.log
     assert msg.target_sips == (0, 1) and msg.target_cubes is None
-    assert [system.control.pe_end[pe.index].handled for pe in system.graph.pes] == [1] * 32
+    assert [system.control.landed(pe.index) for pe in system.graph.pes] == [1] * 32
     assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 1, 1]
     # each SIP's copy goes host -> its own PCIE_EP -> IO_CPU -> its own cubes, in
     # parallel; 32 one-page shards: 32 PTEs (VA) or 32 segments (LA)
@@ -62,7 +62,7 @@ def test_sharded_install_on_one_sip_reaches_only_that_sip(model):
     t = ctx.deploy(16 * KIB4, DPPolicy("column_wise", 16))  # the 16 PEs of SIP 0
     (msg,) = system.control.log
     assert msg.target_sips == (0,)
-    handled = [system.control.pe_end[pe.index].handled for pe in system.graph.pes]
+    handled = [system.control.landed(pe.index) for pe in system.graph.pes]
     assert handled == [1] * 16 + [0] * 16
     assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 0, 0]
     assert t.install_latency_ns == one_message_ns(cfg, ENDPOINT[model], 16)  # 16 shards
@@ -93,7 +93,7 @@ def test_replicate_on_two_sips_installs_per_cube_and_each_sip_queues_its_own(mod
     second = one + ctl.io_cpu_processing_ns
     assert [m.latency_ns for m in msgs] == [one, second, one, second]
     assert t.install_latency_ns == second
-    assert [system.control.pe_end[pe.index].handled for pe in system.graph.pes] == [1] * 32
+    assert [system.control.landed(pe.index) for pe in system.graph.pes] == [1] * 32
     # local copies only: the same pointer is each cube's own PA
     for pe in (0, 8, 16, 24):
         reqs, _ = system.address.resolve(system.graph.pes[pe], t.base, 64)

@@ -174,6 +174,32 @@ class Baaw:
         return out
 
 
+class Baaws(dict[int, Baaw]):
+    """Each PE's BAAW by global index, made empty on first use."""
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        super().__init__()
+        self._pes = graph.pes
+
+    def __missing__(self, index: int) -> Baaw:
+        baaw = self[index] = Baaw(self._pes[index].node("dma") + ".baaw")
+        return baaw
+
+
+class LaSpaces(dict[int, FreeListAllocator]):
+    """Each PE's LA space by global index, made whole (all free) on first use."""
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        super().__init__()
+        self._pes = graph.pes
+        self._align = hbm_alignment(graph)
+
+    def __missing__(self, index: int) -> FreeListAllocator:
+        name = f"{self._pes[index].prefix} LA space"
+        space = self[index] = FreeListAllocator(name, LA_BASE, LA_SIZE, self._align)
+        return space
+
+
 class LaModel(AddressModelPolicy):
     """Kernels see LAs: ``la_base + offset_bytes``; BAAW resolves them (no delay)."""
 
@@ -182,12 +208,8 @@ class LaModel(AddressModelPolicy):
 
     def __init__(self, graph: TopologyGraph, physical: PhysicalLayer) -> None:
         self.graph = graph
-        align = hbm_alignment(graph)
-        self.la_spaces = {
-            pe.index: FreeListAllocator(f"{pe.prefix} LA space", LA_BASE, LA_SIZE, align)
-            for pe in graph.pes
-        }
-        self.baaws = {pe.index: Baaw(pe.node("dma") + ".baaw") for pe in graph.pes}
+        self.la_spaces = LaSpaces(graph)
+        self.baaws = Baaws(graph)
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         return self.baaws[pe.index].resolve(addr, nbytes), 0.0

@@ -195,6 +195,21 @@ class PeMMU:
 Run = tuple[int, int, int, int]
 
 
+class Mmus(dict[int, PeMMU]):
+    """Each PE's MMU by global index, made empty on first use (a PE no message or
+    access reached has none: an empty table is what it would hold)."""
+
+    def __init__(self, graph: TopologyGraph) -> None:
+        super().__init__()
+        self._pes = graph.pes
+        pm = graph.config.pe_mmu
+        self._page_size, self._tlb_ns = pm.page_size, pm.tlb_overhead_ns
+
+    def __missing__(self, index: int) -> PeMMU:
+        mmu = self[index] = PeMMU(self._pes[index].node("mmu"), self._page_size, self._tlb_ns)
+        return mmu
+
+
 class VaModel(AddressModelPolicy):
     """Kernels see VAs: ``va_base + offset_bytes`` per shard, translated per access.
 
@@ -207,9 +222,7 @@ class VaModel(AddressModelPolicy):
         self.layout_unit = pm.page_size
         self.per_page = pm.tlb_charge is TlbCharge.per_page
         self.va = VirtualAllocator(pm.page_size)
-        self.mmus = {
-            pe.index: PeMMU(pe.node("mmu"), pm.page_size, pm.tlb_overhead_ns) for pe in graph.pes
-        }
+        self.mmus = Mmus(graph)
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]

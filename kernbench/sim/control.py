@@ -43,7 +43,7 @@ import simpy
 
 from kernbench.config.schema import ControlConfig
 from kernbench.topology.graph import Link, TopologyGraph
-from kernbench.topology.names import HOST, PeId, cube_node, sip_node
+from kernbench.topology.names import PeId, cube_node, sip_node
 
 
 @dataclass(eq=False)
@@ -174,18 +174,18 @@ class ControlPlane:
         self.graph = graph
         self.log: list[ControlMsg] = []
         self._endpoint = endpoint
-        ctl = graph.config.control
-        end_ns = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
-        self.pe_end = {
-            pe.index: Component(env, pe.node(endpoint), end_ns, self._land(pe)) for pe in graph.pes
-        }
+        ctl, top = graph.config.control, graph.config
+        self._end_ns = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
+        # A PE's endpoint is built when a first message is forwarded to it.
+        self.pe_end: dict[int, Component] = {}
+        cubes = [(s, c) for s in range(top.n_sips) for c in range(top.cubes_per_sip)]
         self.m_cpu = {
             (s, c): Component(
                 env, cube_node(s, c, "m_cpu"), ctl.m_cpu_processing_ns, self._to_pes(s, c)
             )
-            for s, c in sorted({(pe.sip, pe.cube) for pe in graph.pes})
+            for s, c in cubes
         }
-        sips = sorted({pe.sip for pe in graph.pes})
+        sips = range(top.n_sips)
         self.io_cpu = {
             s: Component(env, sip_node(s, "io_cpu"), ctl.io_cpu_processing_ns, self._to_cubes(s))
             for s in sips
@@ -205,25 +205,30 @@ class ControlPlane:
         if msg.pending == 0:
             msg.landed_ns = msg.sent_ns
             msg.done.succeed(msg)
+        layout = self.graph.layout
         for s in msg.target_sips:
-            pcie = (self.graph.link(HOST, sip_node(s, "pcie_ep")),)
+            pcie = (self.graph.links[layout.host_to_pcie(s)],)
             self.pcie_ep[s].send(msg, transit_ns(pcie, msg.sent_bytes))
         return msg.done
 
     def targets(self, msg: ControlMsg) -> list[PeId]:
         """The PEs a message lands on."""
-        return [pe for pe in self.graph.pes if _wants(msg, pe)]
+        return targets(self.graph, msg)
+
+    def landed(self, index: int) -> int:
+        """How many messages have landed on PE ``index`` (0 for a PE none reached)."""
+        end = self.pe_end.get(index)
+        return 0 if end is None else end.handled
 
     def _to_io(self, s: int) -> Forward:
-        links = (self.graph.link(sip_node(s, "pcie_ep"), sip_node(s, "io_cpu")),)
+        links = (self.graph.links[self.graph.layout.pcie_to_io(s)],)
         return lambda msg: [(self.io_cpu[s], transit_ns(links, msg.sent_bytes))]
 
     def _to_cubes(self, s: int) -> Forward:
         """IO_CPU -> the M_CPUs of its own SIP's target cubes (never another SIP's: each
         target SIP's IO_CPU gets its own copy from the host)."""
-        io_cpu = sip_node(s, "io_cpu")
-        cubes = [(c, m_cpu) for (sip, c), m_cpu in sorted(self.m_cpu.items()) if sip == s]
-        links = {c: (self.graph.link(io_cpu, m_cpu.name),) for c, m_cpu in cubes}
+        cubes = [(c, self.m_cpu[s, c]) for c in range(self.graph.config.cubes_per_sip)]
+        links = {c: (self.graph.links[self.graph.layout.io_to_m_cpu(s, c)],) for c, _ in cubes}
 
         def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
             wanted = msg.target_cubes
@@ -237,19 +242,31 @@ class ControlPlane:
 
     def _to_pes(self, s: int, c: int) -> Forward:
         """M_CPU -> NOC -> PE endpoint: two links one after the other, no NOC processing."""
-        noc = cube_node(s, c, "noc")
-        to_noc = self.graph.link(cube_node(s, c, "m_cpu"), noc)
-        pes = [pe for pe in self.graph.pes if (pe.sip, pe.cube) == (s, c)]
-        links = {pe.index: (to_noc, self.graph.link(noc, pe.node(self._endpoint))) for pe in pes}
+        graph, layout = self.graph, self.graph.layout
+        to_noc = graph.links[layout.m_cpu_to_noc(s, c)]
+
+        def link_in(pe: PeId) -> Link:
+            """NOC -> the PE's MMU (VA) or DMA (LA)."""
+            if self._endpoint == "mmu":
+                return graph.links[layout.noc_to_mmu(s, c, pe.pe)]
+            return graph.links[layout.noc_to_dma(s, c, pe.pe)]
 
         def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
             return [
-                (self.pe_end[pe.index], transit_ns(links[pe.index], msg.sent_bytes))
-                for pe in pes
+                (self._end(pe), transit_ns((to_noc, link_in(pe)), msg.sent_bytes))
+                for pe in graph.pes.in_cube(s, c)
                 if _wants(msg, pe)
             ]
 
         return forward
+
+    def _end(self, pe: PeId) -> Component:
+        """The PE's endpoint, built on its first message."""
+        found = self.pe_end.get(pe.index)
+        if found is None:
+            name = pe.node(self._endpoint)
+            found = self.pe_end[pe.index] = Component(self.env, name, self._end_ns, self._land(pe))
+        return found
 
     def _land(self, pe: PeId) -> Forward:
         def land(msg: ControlMsg) -> list[tuple[Component, float]]:
@@ -264,6 +281,21 @@ class ControlPlane:
             return []
 
         return land
+
+
+def targets(graph: TopologyGraph, msg: ControlMsg) -> list[PeId]:
+    """The PEs a message lands on, in global order: every PE of its target SIPs'
+    cubes (its target cubes only, if it names them), narrowed to its target PEs."""
+    top = graph.config
+    return [
+        pe
+        for s in range(top.n_sips)
+        if s in msg.target_sips
+        for c in range(top.cubes_per_sip)
+        if msg.target_cubes is None or (s, c) in msg.target_cubes
+        for pe in graph.pes.in_cube(s, c)
+        if msg.target_pes is None or pe.index in msg.target_pes
+    ]
 
 
 def _wants(msg: ControlMsg, pe: PeId) -> bool:

@@ -95,6 +95,7 @@ class LinkLayout:
             (router_bw, lk.router_hbm_latency_ns, DATA),
         ]
         self._pairs = [(a, b) for a in range(self.cubes) for b in range(a + 1, self.cubes)]
+        self._sip_bw: list[float] = []  # one SIP's bandwidths by offset, made when asked
 
     # -- ids by coordinates -------------------------------------------------------
     def cube_base(self, s: int, c: int) -> int:
@@ -219,15 +220,28 @@ class LinkLayout:
         bw, latency, plane = self.classes[kind]
         return Link(i, ends[0], ends[1], bw, latency, plane, i if resource < 0 else resource)
 
-    def bandwidths(self) -> list[float]:
-        """Every link's bandwidth by id, laid out block by block (no link is made)."""
-        bw = [c[0] for c in self.classes]
-        router = [bw[DMA_ROUTER]] * 2 + [bw[NOC_ROUTER]] * 2 + [bw[ROUTER_HBM]] * 2
-        pe = [bw[PE_NOC]] * 2 + [bw[MMU]] * self.mmu + router * self.routers
-        cube = [bw[CTRL]] * 2 + [bw[NOC_NOC]] * 2 + pe * self.pes
-        sip = [bw[PCIE]] * 2 + [bw[CTRL]] + cube * self.cubes
-        sip += [bw[NOC_NOC]] * (self.sip_size - self.mesh_start)
-        return sip * self.sips
+    def bandwidths(self, lo: int = 0, hi: int = -1) -> list[float]:
+        """The bandwidths of links ``lo`` up to ``hi`` (default: the last) by id, laid
+        out block by block (no link is made): every SIP's block is the same list."""
+        hi = self.count if hi < 0 else hi
+        sip = self._sip_bandwidths()
+        found: list[float] = []
+        while lo < hi:
+            s, k = divmod(lo, self.sip_size)
+            take = min(hi - lo, self.sip_size - k)
+            found += sip[k : k + take]
+            lo += take
+        return found
+
+    def _sip_bandwidths(self) -> list[float]:
+        if not self._sip_bw:
+            bw = [c[0] for c in self.classes]
+            router = [bw[DMA_ROUTER]] * 2 + [bw[NOC_ROUTER]] * 2 + [bw[ROUTER_HBM]] * 2
+            pe = [bw[PE_NOC]] * 2 + [bw[MMU]] * self.mmu + router * self.routers
+            cube = [bw[CTRL]] * 2 + [bw[NOC_NOC]] * 2 + pe * self.pes
+            sip = [bw[PCIE]] * 2 + [bw[CTRL]] + cube * self.cubes
+            self._sip_bw = sip + [bw[NOC_NOC]] * (self.sip_size - self.mesh_start)
+        return self._sip_bw
 
     # -- routers and PEs ----------------------------------------------------------
     def pe_id(self, s: int, c: int, p: int) -> PeId:

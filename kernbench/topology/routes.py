@@ -66,6 +66,9 @@ class Route:
     min_bw_gbs: float
     nodes: tuple[str, ...]
     resources: tuple[int, ...]
+    # The highest link id it crosses (its resources' ids are links it crosses): a
+    # fabric's per-link lists cover the links of the routes it has seen.
+    top_id: int
     reads: bool = False
     request_ns: float = 0.0
 
@@ -99,7 +102,7 @@ class Router:
         """The route from the DMA ``src`` to an HBM router, and on into HBM."""
         ids, nodes, kind = self._path(src, router)
         k = self._kind(kind)
-        return Route(ids, k.latency_ns, k.min_bw_gbs, nodes, ids)
+        return Route(ids, k.latency_ns, k.min_bw_gbs, nodes, ids, max(ids))
 
     def from_memory(self, dst: str, router: str) -> Route:
         """A read's data path: from the HBM controller behind ``router`` back to
@@ -111,8 +114,9 @@ class Router:
         back = tuple(twin(i) for i in reversed(out))
         # The HBM link back out shares the resource of the link in (half-duplex).
         resources = (out[-1],) + back[1:]
+        top = max(back)
         return Route(
-            back, k.back_latency_ns, k.min_bw_gbs, nodes[::-1], resources, True, k.latency_ns
+            back, k.back_latency_ns, k.min_bw_gbs, nodes[::-1], resources, top, True, k.latency_ns
         )
 
     def _kind(self, kind: tuple[int, ...]) -> Kind:
