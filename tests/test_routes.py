@@ -144,8 +144,10 @@ def test_every_route_of_every_dma_to_every_router_equals_the_search(topo, mmu):
             out = ref.to_memory(want, tree, src, hbm_router)
             got = router.to_memory(src, hbm_router)
             assert not got.reads and fields(got) == fields(out)
+            assert got.top_id == max(out.link_ids)  # the fabrics' lists reach it
             got = router.from_memory(src, hbm_router)
             assert got.reads and fields(got) == fields(ref.from_memory(want, out))
+            assert got.top_id == max(got.link_ids)
 
 
 def fields(route: Route | ref.Way) -> tuple:
