@@ -24,32 +24,40 @@ from setuptools import setup
 
 # What a stream access runs through (README "Compiled build"). Left pure:
 # kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python), the
-# packages' __init__.py files, and kernbench/runtime/context.py (once per deploy and
-# launch, not per access; compiled, its tensors' weakref finalisers crashed the process).
+# packages' __init__.py files, kernbench/topology/views.py (the whole topology as
+# collections.abc views, for tests and set-up, never per access), and
+# kernbench/runtime/context.py (once per deploy and launch, not per access; compiled,
+# its tensors' weakref finalisers crashed the process).
 HOT = [
     "kernbench/commands.py",
     "kernbench/tl.py",
     "kernbench/runtime/exec_paths.py",
     "kernbench/address/allocator.py",
     "kernbench/address/interleave.py",
+    "kernbench/address/baaw.py",
     "kernbench/address/la.py",
     "kernbench/address/models.py",
+    "kernbench/address/page_table.py",
     "kernbench/address/pa.py",
     "kernbench/address/pa_model.py",
     "kernbench/address/registry.py",
+    "kernbench/address/segment.py",
     "kernbench/address/va.py",
     "kernbench/topology/graph.py",
+    "kernbench/topology/layout.py",
     "kernbench/topology/names.py",
     "kernbench/topology/routes.py",
     "kernbench/sim/control.py",
     "kernbench/sim/cost_model.py",
     "kernbench/sim/cpu.py",
     "kernbench/sim/dma.py",
+    "kernbench/sim/endpoints.py",
     "kernbench/sim/engines.py",
     "kernbench/sim/events.py",
     "kernbench/sim/fabric.py",
     "kernbench/sim/fair_fabric.py",
     "kernbench/sim/flows.py",
+    "kernbench/sim/messages.py",
     "kernbench/sim/metrics.py",
     "kernbench/sim/oplog.py",
     "kernbench/sim/scheduler.py",

@@ -95,7 +95,7 @@ def run_job(
             if hit is not None:
                 return _served(out_dir, job, columns, hit, time.perf_counter() - start, rows)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
-        estimate.warn_if_long(typed)  # a point served from the cache takes no time
+        estimate.check(typed)  # time and memory: a point served from the cache takes neither
         result = simulate.run_validated(typed, trace_path=trace_path, observer=bar)
     except Exception as exc:  # every failure becomes an error row, never a lost job
         message = error_message(exc)

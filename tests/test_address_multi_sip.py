@@ -24,6 +24,7 @@ from tests.address_support import (
 from tests.support import make_cfg, make_system
 
 ENDPOINT = {"va": "mmu", "la": "dma"}
+M_CPUS = [f"sip{s}.cube{c}.m_cpu" for s in (0, 1) for c in (0, 1)]
 
 
 def two_sip_cfg(model: str, **stream: object):
@@ -42,8 +43,8 @@ def test_sharded_install_on_both_sips_lands_once_on_every_pe(model):
     t = ctx.deploy(32 * KIB4, DPPolicy("column_wise", "all"))
     (msg,) = system.control.log
     assert msg.target_sips == (0, 1) and msg.target_cubes is None
-    assert [system.control.pe_end[pe.index].handled for pe in system.graph.pes] == [1] * 32
-    assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 1, 1]
+    assert [system.control.landed(pe.index) for pe in system.graph.pes] == [1] * 32
+    assert [system.control.handled(m_cpu) for m_cpu in M_CPUS] == [1, 1, 1, 1]
     # each SIP's copy goes host -> its own PCIE_EP -> IO_CPU -> its own cubes, in
     # parallel; 32 one-page shards: 32 PTEs (VA) or 32 segments (LA)
     one = one_message_ns(cfg, ENDPOINT[model], 32)
@@ -62,9 +63,9 @@ def test_sharded_install_on_one_sip_reaches_only_that_sip(model):
     t = ctx.deploy(16 * KIB4, DPPolicy("column_wise", 16))  # the 16 PEs of SIP 0
     (msg,) = system.control.log
     assert msg.target_sips == (0,)
-    handled = [system.control.pe_end[pe.index].handled for pe in system.graph.pes]
+    handled = [system.control.landed(pe.index) for pe in system.graph.pes]
     assert handled == [1] * 16 + [0] * 16
-    assert [m.handled for m in system.control.m_cpu.values()] == [1, 1, 0, 0]
+    assert [system.control.handled(m_cpu) for m_cpu in M_CPUS] == [1, 1, 0, 0]
     assert t.install_latency_ns == one_message_ns(cfg, ENDPOINT[model], 16)  # 16 shards
     # a SIP 1 PE has no mapping: its pointer is no PA either (4 GiB into pe0's HBM)
     with pytest.raises(AddressFault, match="sip1.cube0.pe0"):
@@ -93,7 +94,7 @@ def test_replicate_on_two_sips_installs_per_cube_and_each_sip_queues_its_own(mod
     second = one + ctl.io_cpu_processing_ns
     assert [m.latency_ns for m in msgs] == [one, second, one, second]
     assert t.install_latency_ns == second
-    assert [system.control.pe_end[pe.index].handled for pe in system.graph.pes] == [1] * 32
+    assert [system.control.landed(pe.index) for pe in system.graph.pes] == [1] * 32
     # local copies only: the same pointer is each cube's own PA
     for pe in (0, 8, 16, 24):
         reqs, _ = system.address.resolve(system.graph.pes[pe], t.base, 64)

@@ -62,7 +62,7 @@ def test_mmu_map_and_unmap_traverse_the_fabric_with_their_measured_latency():
     assert src.install_latency_ns == msg.latency_ns == one == 1005 + 1702.625
     assert system.env.now == one
     # every MMU of both cubes received it (sharded: broadcast to every cube)
-    assert all(system.control.pe_end[pe.index].handled == 1 for pe in system.graph.pes)
+    assert all(system.control.landed(pe.index) == 1 for pe in system.graph.pes)
     assert system.address.mmus[15].mapped_pages == (1 << 20) // KIB4
     del src
     gc.collect()

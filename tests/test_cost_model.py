@@ -166,7 +166,8 @@ def test_override_path(compose_cfg, tmp_path):
     # Only FIXED given: R and the clock fall back to the defaults.
     assert custom.topology.pe.attrs.pe_cost_model == PeCostModelConfig(8, 0.25, 1.0)
     system = System(custom)
-    assert {pe.cpu.cost for pe in system.pes} == {DispatchCostModel(8, 0.25, 1.0)}
+    every = {system.pes[pe.index].cpu.cost for pe in system.graph.pes}  # each PE, built
+    assert every == {DispatchCostModel(8, 0.25, 1.0)}
     assert _one_load_busy_ns(custom) == 8 + 28 * 0.25 == 15  # a DmaReadCmd is 28 bytes
     # No block: the default returns.
     plain = validate(OmegaConf.to_object(compose_cfg()))

@@ -160,7 +160,7 @@ class LinearReservationFabric(ReservationFabric):
     """The reservation model with the linear hole scans it had before (the reference)."""
 
     def _earliest(self, i: int, t: float, hold: float, now: float) -> float:
-        holes = self.holes[i]
+        holes = self.holes.get(i, [])  # a link's holes are listed from its first
         while holes and holes[0][1] <= now:
             holes.pop(0)
             self._holed -= not holes
@@ -188,6 +188,7 @@ class LinearReservationFabric(ReservationFabric):
 def run_reservation(cls: type[ReservationFabric], seed: int, one_to_one: bool):
     graph = topology(4, 2, 8 if one_to_one else 2, one_to_one)
     fabric = cls(graph, 40.0, record=True)
+    fabric._cover(len(graph.links) - 1)  # every link's state now, to set its bandwidth
     for lk in graph.links:  # bandwidths in powers of two: exact quarter-ns holds
         fabric.bw[lk.id] = 2.0 ** round(math.log2(lk.bw_gbs))
     router = Router(graph)
@@ -241,6 +242,7 @@ def test_a_request_that_ends_exactly_where_a_hole_ends_takes_it():
     """Hole [10, 18) on a link free after 30: a hold of 8 from 10 fits to the ns."""
     graph = topology(2, 1, 1, False)
     fabric = ReservationFabric(graph, 40.0)
+    fabric._cover(0)
     fabric._open(0, 10.0, 18.0)
     fabric.free_at[0] = 30.0
     assert fabric._earliest(0, 10.0, 8.0, 0.0) == 10.0

@@ -211,4 +211,5 @@ def test_the_switch_reaches_every_pe_scheduler(compose_cfg, override, fast):
     """On by default; ``sim.fast_dma=false`` forces every PE onto the general path."""
     cfg = OmegaConf.to_object(compose_cfg("topology=small", *override))
     system = System(validate(cfg))
-    assert [pe.scheduler.fast_dma for pe in system.pes] == [fast] * len(system.pes)
+    units = [system.pes[pe.index] for pe in system.graph.pes]  # each PE, built
+    assert [unit.scheduler.fast_dma for unit in units] == [fast] * len(units)

@@ -33,7 +33,7 @@ def run(kernel: str, *overrides: str, oplog: bool = False):
         ["topology=small", f"workload.kernel={kernel}", *SIZES[kernel], *overrides]
     )
     system = System(cfg, oplog=oplog)
-    recorders = [record_dispatch(pe) for pe in system.pes]
+    recorders = [record_dispatch(system.pes[pe.index]) for pe in system.graph.pes]
     row, acc, case = run_case(system, cfg.workload)
     return row, acc, case, system, recorders
 

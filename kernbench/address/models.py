@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from kernbench.sim.control import ControlMsg
+from kernbench.sim.control import ControlMsg, targets
 from kernbench.sim.dma import AddressFrontEnd
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
@@ -103,10 +103,5 @@ def strategy_messages(copies: Copies, sharded: bool, make: MsgFactory) -> list[C
 
 
 def visible_pes(graph: TopologyGraph, msg: ControlMsg) -> list[PeId]:
-    """The PEs a strategy message reaches (same rule as the control plane's fan-out)."""
-    return [
-        pe
-        for pe in graph.pes
-        if pe.sip in msg.target_sips
-        and (msg.target_cubes is None or (pe.sip, pe.cube) in msg.target_cubes)
-    ]
+    """The PEs a strategy message reaches (the control plane's fan-out)."""
+    return targets(graph, msg)

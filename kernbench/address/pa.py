@@ -76,6 +76,16 @@ class PhysAddr:
         )
 
 
+def owner_fields(pa: int) -> tuple[int, int, int]:
+    """The (sip, cube, pe) fields of a PA, its region and offset ignored; the sip
+    field unmasked, so an address past the 51 bits names no SIP of any topology."""
+    return (
+        pa >> _SIP_SHIFT,
+        (pa >> _CUBE_SHIFT) & (MAX_CUBES - 1),
+        (pa >> _PE_SHIFT) & (MAX_PES - 1),
+    )
+
+
 def pe_base(sip: int, cube: int, pe: int, region: Region = Region.HBM) -> int:
     """The PA of byte 0 of a PE's region."""
     return PhysAddr(sip, cube, pe, region, 0).encode()

@@ -12,7 +12,7 @@ from typing import Final, NoReturn
 
 from kernbench.address import interleave
 from kernbench.address.models import AddressModelPolicy, Copies, TensorMap
-from kernbench.address.pa import OFFSET_BITS, PhysAddr, Region
+from kernbench.address.pa import OFFSET_BITS, PhysAddr, owner_fields
 from kernbench.config import schema
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg
@@ -25,38 +25,53 @@ _OFFSET_MASK: Final = (1 << OFFSET_BITS) - 1
 
 
 class PhysicalLayer:
-    """Resolves PA ranges into per-router physical requests."""
+    """Resolves PA ranges into per-router physical requests. What it keeps per PE (its
+    routers, under 1:1 its channels) is made the first time an address of that PE is
+    resolved: a PE no access reaches costs nothing."""
 
     def __init__(self, graph: TopologyGraph) -> None:
         mm = graph.config.cube.memory_map
+        self.graph = graph
         self.n_channels = graph.channels_per_pe
         self.granule = mm.interleave_bytes
         self.capacity = self.n_channels * mm.hbm_channel_bytes
         self.one_to_one = graph.one_to_one
+        # by owner key (a PA's sip|cube|pe bits): the PE, its routers, and under 1:1
+        # (router, PA offset of its first granule, channel id) per channel
         self._owner: dict[int, PeId] = {}
         self._routers: dict[int, list[str]] = {}
-        # 1:1, per PE: (router, PA offset of its first granule, channel id) per channel
         self._channels: dict[int, tuple[tuple[str, int, int], ...]] = {}
-        for pe in graph.pes:
-            key = PhysAddr(pe.sip, pe.cube, pe.pe, Region.HBM, 0).encode() >> _OWNER_SHIFT
-            self._owner[key] = pe
-            self._routers[key] = routers = graph.routers(pe)
-            if self.one_to_one:
-                self._channels[key] = tuple(
-                    (r, c * self.granule, pe.pe * self.n_channels + c)
-                    for c, r in enumerate(routers)
-                )
+
+    def _known(self, key: int) -> list[str] | None:
+        """The routers of the PE whose owner key is ``key`` (made on first use), or
+        None if no PE of the topology has that key."""
+        routers = self._routers.get(key)
+        if routers is not None:
+            return routers
+        top = self.graph.config
+        s, c, p = owner_fields(key << _OWNER_SHIFT)
+        if not 0 <= s < top.n_sips or c >= top.cubes_per_sip or p >= top.pes_per_cube:
+            return None
+        pe = self._owner[key] = self.graph.layout.pe_id(s, c, p)
+        self._routers[key] = routers = self.graph.routers(pe)
+        if self.one_to_one:
+            self._channels[key] = tuple(
+                (r, c * self.granule, pe.pe * self.n_channels + c) for c, r in enumerate(routers)
+            )
+        return routers
 
     def owner(self, pa: int) -> PeId:
-        pe = self._owner.get(pa >> _OWNER_SHIFT)
-        if pe is None or (pa >> OFFSET_BITS) & 1:
+        key = pa >> _OWNER_SHIFT
+        if self._known(key) is None or (pa >> OFFSET_BITS) & 1:
             raise AddressFault(f"PA {pa:#x} is not in the HBM of any PE ({PhysAddr.decode(pa)})")
-        return pe
+        return self._owner[key]
 
     def resolve(self, pa: int, nbytes: int) -> list[PhysicalRequest]:
         """Physical requests for ``[pa, pa+nbytes)``, which must lie in one PE's HBM."""
         key = pa >> _OWNER_SHIFT
         routers = self._routers.get(key)
+        if routers is None:
+            routers = self._known(key)
         offset = pa & _OFFSET_MASK
         if routers is None or (pa >> OFFSET_BITS) & 1 or offset + nbytes > self.capacity:
             self._fault(pa, nbytes)

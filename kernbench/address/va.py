@@ -2,9 +2,9 @@
 
 - :class:`VirtualAllocator`: the device-wide VA space, page-aligned, a free list with
   coalescing (D-VA5).
-- :class:`PeMMU`: a page table per PE, held as runs of contiguous pages (one entry
-  per mapping, so a 2 GiB tensor is one entry, not 500,000 pages), found by bisect;
-  an access crossing a page boundary is split at it (D-VA2).
+- :class:`~kernbench.address.page_table.PeMMU`: a page table per PE, held as runs of
+  contiguous pages, found by bisect; an access crossing a page boundary is split at it
+  (D-VA2). One install message's runs are one table, shared by every MMU it lands on.
 - :class:`VaModel`: the policy PE_DMA and the runtime use. An access pays
   ``tlb_overhead_ns`` once (``topology.pe_mmu.tlb_charge=per_access``, the ADR) or once
   per page it touches (``per_page``). A VA outside every tensor the PE holds is
@@ -17,7 +17,6 @@ Mappings change only when an ``MmuMapMsg`` / ``MmuUnmapMsg`` lands (control plan
 
 from __future__ import annotations
 
-import bisect
 from typing import Final
 
 from kernbench.address.allocator import FreeListAllocator, align_up
@@ -31,12 +30,15 @@ from kernbench.address.models import (
     tensor_span,
 )
 from kernbench.address.pa_model import PhysicalLayer
+from kernbench.address.page_table import PageTable, PeMMU, overlap, page_run
 from kernbench.config.schema import TlbCharge
 from kernbench.errors import AddressFault
 from kernbench.sim.control import ControlMsg, MmuMapMsg, MmuUnmapMsg
 from kernbench.sim.fabric import PhysicalRequest
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.names import PeId
+
+__all__ = ["VA_BASE", "VA_SIZE", "Mmus", "PeMMU", "VaModel", "VirtualAllocator"]
 
 VA_BASE: Final = 0x1_0000_0000  # 4 GiB, so a VA never looks like a small PA
 VA_SIZE: Final = 1 << 40  # device-wide VA space: 1 TiB
@@ -56,143 +58,19 @@ class VirtualAllocator:
         self.space.free(va)
 
 
-class PeMMU:
-    """One PE's page table: runs ``(first VA page, end page, PA of the first page, end
-    VA of the valid bytes)``, sorted and never overlapping; a page maps to its run's PA
-    plus its offset in it. It also knows the VA range of every tensor it holds, so a VA
-    inside a tensor but outside its shards' bytes (a hole) is a fault naming the tensor,
-    not a page fault."""
+class Mmus(dict[int, PeMMU]):
+    """Each PE's MMU by global index, made empty on first use (a PE no message or
+    access reached has none: an empty table is what it would hold)."""
 
-    def __init__(self, name: str, page_size: int, tlb_overhead_ns: float) -> None:
-        self.name = name
-        self.page_size = page_size
-        self.shift = page_size.bit_length() - 1
-        self.mask = page_size - 1
-        self.tlb_overhead_ns = tlb_overhead_ns
-        self._starts: list[int] = []  # first VA page of each run, for bisect
-        self._runs: list[Run] = []
-        self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
-        self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)
-        self.generation = 0  # bumped by every change (translation caches check it)
+    def __init__(self, graph: TopologyGraph) -> None:
+        super().__init__()
+        self._pes = graph.pes
+        pm = graph.config.pe_mmu
+        self._page_size, self._tlb_ns = pm.page_size, pm.tlb_overhead_ns
 
-    @property
-    def mapped_pages(self) -> int:
-        return sum(run[1] - run[0] for run in self._runs)
-
-    def add_tensor(self, base: int, span: int, name: str) -> None:
-        self._tensors[base] = (base + span, name)
-        self.generation += 1
-
-    def remove_tensor(self, base: int) -> None:
-        self._tensors.pop(base, None)
-        self.generation += 1
-
-    def map(self, va: int, pa: int, nbytes: int, valid_bytes: int | None = None) -> None:
-        """Map ``[va, va+nbytes)`` onto ``[pa, pa+nbytes)``; all page-aligned, over no
-        page already mapped. Only the first ``valid_bytes`` (default all) may be accessed."""
-        if (va | pa | nbytes) & self.mask:
-            raise AddressFault(
-                f"{self.name}: map {va:#x} -> {pa:#x} of {nbytes} bytes is not aligned "
-                f"to the page size {self.page_size}"
-            )
-        start, end = va >> self.shift, (va + nbytes) >> self.shift
-        i = bisect.bisect_left(self._starts, start)
-        if (i > 0 and self._runs[i - 1][1] > start) or (
-            i < len(self._runs) and self._runs[i][0] < end
-        ):
-            raise AddressFault(f"{self.name}: map {va:#x}+{nbytes} overlaps a mapped page")
-        limit = va + (nbytes if valid_bytes is None else valid_bytes)
-        self.generation += 1
-        self._starts.insert(i, start)
-        self._runs.insert(i, (start, end, pa, limit))
-
-    def unmap(self, va: int, nbytes: int) -> None:
-        """Unmap every mapped page of ``[va, va+nbytes)`` (page-aligned)."""
-        lo, hi, shift = va >> self.shift, (va + nbytes) >> self.shift, self.shift
-        kept: list[Run] = []
-        for start, end, pa, limit in self._runs:
-            if end <= lo or start >= hi:
-                kept.append((start, end, pa, limit))
-                continue
-            if start < lo:
-                kept.append((start, lo, pa, min(limit, lo << shift)))
-            if end > hi:
-                kept.append((hi, end, pa + ((hi - start) << shift), limit))
-        self.generation += 1
-        self._runs = kept
-        self._starts = [run[0] for run in kept]
-        self._last = (0, 0, 0, 0)
-
-    def run_of(self, va: int) -> Run | None:
-        """The run mapping ``va``'s page, or None. O(log runs), O(1) when it is the last."""
-        page = va >> self.shift
-        run = self._last
-        if run[0] <= page < run[1]:
-            return run
-        i = bisect.bisect_right(self._starts, page) - 1
-        if i < 0 or page >= self._runs[i][1]:
-            return None
-        self._last = run = self._runs[i]
-        return run
-
-    def page_pa(self, va: int, nbytes: int) -> int:
-        """The PA of ``va`` when its ``nbytes`` lie in one page and in its run's valid
-        bytes (the usual case), else -1 (``translate_range`` then says what they are):
-        an int, not the run, so a compiled build boxes no tuple per access."""
-        run = self._last
-        page = va >> self.shift
-        if not run[0] <= page < run[1]:
-            found = self.run_of(va)
-            if found is None:
-                return -1
-            run = found
-        if (va & self.mask) + nbytes <= self.page_size and va + nbytes <= run[3]:
-            return run[2] + va - (run[0] << self.shift)
-        return -1
-
-    def translate(self, va: int) -> int | None:
-        """The PA of one VA byte, or None on a page fault (outside every tensor this
-        PE holds). A VA in a hole of a tensor is a fault."""
-        run = self.run_of(va)
-        if run is None or va >= run[3]:
-            self.check_hole(va)
-            return None
-        return run[2] + va - (run[0] << self.shift)
-
-    def check_hole(self, va: int) -> None:
-        """Fault if ``va`` lies inside a tensor this PE holds (it is not mapped)."""
-        for base, (end, name) in self._tensors.items():
-            if base <= va < end:
-                raise AddressFault(
-                    f"{self.name}: VA {va:#x} is in a hole of tensor {name!r} "
-                    f"(VA {base:#x}+{end - base}): between its shards, no shard's bytes"
-                )
-
-    def translate_range(self, va: int, nbytes: int) -> list[tuple[int, int]] | None:
-        """``(pa, nbytes)`` per page touched; None if the first byte page-faults.
-
-        A range that starts mapped and runs into unmapped bytes is a fault: a hole,
-        or past the end of its tensor's VA range."""
-        if self.translate(va) is None:
-            return None
-        mask = self.mask
-        pieces = []
-        end = va + nbytes
-        while va < end:
-            pa = self.translate(va)
-            if pa is None:
-                raise AddressFault(
-                    f"{self.name}: VA {va:#x} is not mapped (access ends at {end:#x}; "
-                    "it runs past the end of its tensor's VA range)"
-                )
-            n = min(end, (va | mask) + 1, self._last[3]) - va
-            pieces.append((pa, n))
-            va += n
-        return pieces
-
-
-# (first VA page, end page, PA of the first page, end VA of the valid bytes)
-Run = tuple[int, int, int, int]
+    def __missing__(self, index: int) -> PeMMU:
+        mmu = self[index] = PeMMU(self._pes[index].node("mmu"), self._page_size, self._tlb_ns)
+        return mmu
 
 
 class VaModel(AddressModelPolicy):
@@ -207,9 +85,10 @@ class VaModel(AddressModelPolicy):
         self.layout_unit = pm.page_size
         self.per_page = pm.tlb_charge is TlbCharge.per_page
         self.va = VirtualAllocator(pm.page_size)
-        self.mmus = {
-            pe.index: PeMMU(pe.node("mmu"), pm.page_size, pm.tlb_overhead_ns) for pe in graph.pes
-        }
+        self.mmus = Mmus(graph)
+        # The table each install message maps, by (VA base, target cubes), until the
+        # tensor is unmapped: its unmap message drops that very table on each MMU.
+        self._shared: dict[tuple[int, Cubes], PageTable | None] = {}
 
     def resolve(self, pe: PeId, addr: int, nbytes: int) -> tuple[list[PhysicalRequest], float]:
         mmu = self.mmus[pe.index]
@@ -243,16 +122,18 @@ class VaModel(AddressModelPolicy):
         tmap = TensorMap(base, span, copies, sharded, name)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            return MmuMapMsg(sips, self._mapper(tmap, pieces), cubes, entries=self._ptes(pieces))
+            table = self._shared[base, cubes] = self._table(tmap, pieces)
+            return MmuMapMsg(sips, self._mapper(tmap, table), cubes, entries=self._ptes(pieces))
 
         return tmap, strategy_messages(copies, sharded, make)
 
     def unmap_tensor(self, tmap: TensorMap) -> list[ControlMsg]:
-        assert tmap.base is not None
-        self.va.free(tmap.base)
+        base = tmap.base
+        assert base is not None
+        self.va.free(base)
 
         def make(sips: tuple[int, ...], cubes: Cubes, pieces: list[Piece]) -> ControlMsg:
-            unmap = self._unmapper(tmap, pieces)
+            unmap = self._unmapper(base, self._shared.pop((base, cubes), None))
             return MmuUnmapMsg(sips, unmap, cubes, entries=self._ptes(pieces))
 
         return strategy_messages(tmap.copies, tmap.sharded, make)
@@ -261,32 +142,44 @@ class VaModel(AddressModelPolicy):
         return align_up(nbytes, self.layout_unit)
 
     def _ptes(self, pieces: list[Piece]) -> int:
-        """Page-table entries a message carries: one per page its shards map (what
-        :meth:`_mapper` and :meth:`_unmapper` map and unmap), none for an empty shard."""
+        """Page-table entries a message carries: one per page its shards map (the runs
+        of :meth:`_table`, mapped and unmapped), none for an empty shard."""
         return sum(self._pages(p.nbytes) // self.layout_unit for p in pieces if p.nbytes)
 
-    def _mapper(self, tmap: TensorMap, pieces: list[Piece]):  # noqa: ANN202 (a closure)
+    def _table(self, tmap: TensorMap, pieces: list[Piece]) -> PageTable | None:
+        """The runs one message maps, one per non-empty shard: made once, shared by
+        every MMU the message lands on (None if every shard is empty)."""
+        base, name = tmap.base, f"tensor {tmap.name!r}"
+        assert base is not None
+        runs = [
+            page_run(
+                name, base + p.offset_bytes, p.pa, self._pages(p.nbytes), p.nbytes, self.layout_unit
+            )
+            for p in pieces
+            if p.nbytes
+        ]
+        runs.sort()
+        if overlap(runs) >= 0:
+            raise AddressFault(f"{name}: two shards map one VA page")
+        return PageTable(runs) if runs else None
+
+    def _mapper(self, tmap: TensorMap, table: PageTable | None):  # noqa: ANN202 (a closure)
         base = tmap.base
         assert base is not None
 
         def apply(pe: PeId) -> None:
             mmu = self.mmus[pe.index]
             mmu.add_tensor(base, tmap.span, tmap.name)
-            for p in pieces:
-                if p.nbytes:
-                    mmu.map(base + p.offset_bytes, p.pa, self._pages(p.nbytes), p.nbytes)
+            if table is not None:
+                mmu.attach(table)
 
         return apply
 
-    def _unmapper(self, tmap: TensorMap, pieces: list[Piece]):  # noqa: ANN202 (a closure)
-        base = tmap.base
-        assert base is not None
-
+    def _unmapper(self, base: int, table: PageTable | None):  # noqa: ANN202 (a closure)
         def apply(pe: PeId) -> None:
             mmu = self.mmus[pe.index]
             mmu.remove_tensor(base)
-            for p in pieces:
-                if p.nbytes:
-                    mmu.unmap(base + p.offset_bytes, self._pages(p.nbytes))
+            if table is not None:
+                mmu.detach(table)
 
         return apply

@@ -1,16 +1,26 @@
-"""A warning, with an estimate of its wall time, before a very long run (issue 14 item 8).
+"""Estimates before a run: a warning before a very long one (issue 14 item 8), and a
+warning or a refusal before one that would not fit in memory (issue 39).
 
 A stream run of ``workload.access_bytes=1`` over 64 MiB per PE is 67 million DMA
 accesses: hours of simulation that used to start without a word. Before a run whose
 access (stream) or command (GQA) count passes :data:`WARN_FROM`, ``kernbench`` prints
 the count and the wall time it should take at the cost per access measured here.
+
+A stream run's peak memory grows with the PEs it runs on and the routes each uses,
+with the targets ``uniform`` draws and with the op log (:func:`memory_terms`). Past
+half the machine's memory (:func:`machine_bytes`) the run is preceded by a warning;
+past all of it, it is refused, one error naming the keys that set the largest term,
+before anything is built (:func:`check`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from kernbench.errors import ConfigError
 from kernbench.workloads.gqa import EPILOGUE_COMMANDS, PROLOGUE_COMMANDS, GqaShape
 
 WARN_FROM = 10**7
@@ -22,6 +32,23 @@ SECONDS_PER_ACCESS = {"n_to_one": 4.9e-6, "one_to_one": 13.4e-6}
 SECONDS_PER_COMMAND = 11e-6
 # Commands per KV tile (DESIGN §5: opt3 10, opt2 2).
 COMMANDS_PER_TILE = {"gqa_opt3": 10, "gqa_opt2": 2}
+
+# Peak resident memory, measured with the compiled build on stream runs (issue 39,
+# tests/test_bench_scale.py): `kernbench` before it simulates (Python, Hydra, pandas,
+# pyarrow) about 136 MB; each PE a stream runs on 16-18 KB with its first route
+# (its components, allocator, MMU or BAAW, route, fabric state), about 2 KB more per
+# further route (a `uniform` PE reaches a PE per access, a 1:1 access a route per
+# channel it touches); each PE an install reaches (every PE of the SIPs holding
+# shards, D-VA3) under 2 KB; each target `uniform` draws 36 B; each op-log entry
+# 420 B. The figures here are rounded up.
+BASE_BYTES = 140 << 20
+PE_BYTES = 24 << 10
+ROUTE_BYTES = 2 << 10
+RECEIVER_BYTES = 2 << 10
+DRAW_BYTES = 40
+OPLOG_BYTES = 420
+PES = "topology.n_sips x topology.cubes_per_sip x topology.pes_per_cube"
+ACCESSES = "workload.bytes_per_pe / workload.access_bytes"
 
 
 def work(cfg: Any) -> tuple[int, str, float] | None:
@@ -66,3 +93,95 @@ def _duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def memory_terms(cfg: Any) -> list[tuple[int, str, str]] | None:
+    """What a validated stream config's run holds at its peak: ``(bytes, what, the
+    keys that set it)`` per term; None for another workload (GQA and Triton runs use a
+    few PEs)."""
+    w, topo = cfg.workload, cfg.topology
+    if w.name != "stream":
+        return None
+    per_sip = topo.cubes_per_sip * topo.pes_per_cube
+    total = topo.n_sips * per_sip
+    active = total if str(w.active_pes) == "all" else int(w.active_pes)
+    accesses = -(-w.bytes_per_pe // w.access_bytes)
+    uniform = w.pattern.value == "uniform"
+    routes = _routes_per_pe(cfg, accesses, total)
+    holders = total if uniform else min(total, max(active, w.hotspot_pe + 1, per_sip))
+    terms = [
+        (BASE_BYTES, "the process", ""),
+        (active * (PE_BYTES + ROUTE_BYTES * (routes - 1)),
+         f"{active:,} PEs x {routes:,} route{'s' if routes > 1 else ''}",
+         f"{PES}, workload.active_pes, workload.pattern, {ACCESSES}"),
+        (-(-holders // per_sip) * per_sip * RECEIVER_BYTES, "installs", PES),
+    ]  # fmt: skip
+    if uniform:
+        terms.append((active * accesses * DRAW_BYTES, f"{active * accesses:,} draws", ACCESSES))
+    if cfg.sim.oplog:
+        commands = active * accesses * (2 if w.op.value == "copy" else 1)
+        terms.append((commands * OPLOG_BYTES, f"{commands:,} op-log entries", "sim.oplog"))
+    return terms
+
+
+def _routes_per_pe(cfg: Any, accesses: int, total: int) -> int:
+    """Routes a PE's DMA uses: one per channel an access touches (1:1) or one (n:1),
+    to each PE it targets (every access a new one under ``uniform``), both ways for a
+    copy; at most the topology's routers."""
+    w, mm = cfg.workload, cfg.topology.cube.memory_map
+    n = mm.hbm_channels_per_pe or 1
+    channels = 1
+    if mm.hbm_mapping_mode.value == "one_to_one":
+        spread = w.access_bytes + w.align_offset_bytes % mm.interleave_bytes
+        channels = min(n, -(-spread // mm.interleave_bytes))
+    targets = min(accesses, total) if w.pattern.value == "uniform" else 1
+    ways = 2 if w.op.value == "copy" else 1
+    routers = total * (n if mm.hbm_mapping_mode.value == "one_to_one" else 1)
+    return ways * min(targets * channels, routers)
+
+
+def machine_bytes() -> int:
+    """The memory this process may use: the machine's, or its cgroup's limit if lower."""
+    found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found = min(found, int(text))
+    return found
+
+
+def check(cfg: Any, have: int | None = None) -> None:
+    """Before a run: :func:`warn_if_long`; then, if its memory estimate passes
+    ``have`` (default :func:`machine_bytes`), refuse it (a ConfigError naming the keys
+    of the largest term), or past half of it, warn."""
+    warn_if_long(cfg)
+    terms = memory_terms(cfg)
+    if terms is None:
+        return
+    need = sum(t[0] for t in terms)
+    have = machine_bytes() if have is None else have
+    if need <= have // 2:
+        return
+    parts = ", ".join(f"{what}: {_size(n)}" for n, what, _ in terms)
+    if need > have:
+        keys = max(terms, key=lambda t: t[0])[2] or PES
+        raise ConfigError(
+            keys,
+            f"the run needs about {_size(need)} of memory ({parts}), more than the "
+            f"{_size(have)} this machine has: fewer PEs or accesses",
+        )
+    print(
+        f"kernbench: warning: the run needs about {_size(need)} of memory ({parts}), "
+        f"more than half the {_size(have)} this machine has",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _size(nbytes: int) -> str:
+    if nbytes < 1 << 30:
+        return f"{nbytes / (1 << 20):,.0f} MB"
+    return f"{nbytes / (1 << 30):,.1f} GB"

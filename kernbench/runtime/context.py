@@ -79,12 +79,20 @@ class Tensor:
         self.install_latency_ns = 0.0
         self.install_bytes = 0
         self._ctx = weakref.ref(ctx)
+        self._ptrs: list[int] | None = None
 
     def shard_ptr(self, i: int) -> int:
         """Address of shard ``i`` in the run's address space: its PA under PA,
         ``va_base + offset_bytes`` under VA, ``la_base + offset_bytes`` under LA."""
         shard = self.shards[i]
         return shard.pa if self.base is None else self.base + shard.offset_bytes
+
+    def shard_ptrs(self) -> list[int]:
+        """Every shard's :meth:`shard_ptr`, listed once (a kernel's every program may
+        index them; the list is the tensor's, not to be changed)."""
+        if self._ptrs is None:
+            self._ptrs = [self.shard_ptr(i) for i in range(len(self.shards))]
+        return self._ptrs
 
     def __del__(self) -> None:
         ctx = self._ctx()

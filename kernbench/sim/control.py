@@ -6,7 +6,10 @@ cubes only: D-VA3's ``target_sips``) -> M_CPU (fan-out to the target PEs) -> NOC
 PE endpoint (PE_MMU under VA, PE_DMA's BAAW port under LA). Each PE gets a message once;
 a second landing is a routing bug and raises. Each component is a SimPy process with an inbox
 (``simpy.Store``): it takes one message at a time, spends its processing time
-(``topology.control.*_processing_ns``) and forwards copies to its children.
+(``topology.control.*_processing_ns``) and forwards copies to its children. Components
+are built when a first message reaches them, and the PE endpoints of a cube are
+served in bulk (:mod:`kernbench.sim.endpoints`: one event for every PE that takes a
+message at the same instant, each PE's queue still its own), to the same times.
 
 A message has a size (:meth:`ControlMsg.size_bytes`): ``msg_header_bytes`` plus one
 entry per page it maps or unmaps (``pte_bytes``) or per segment it installs or removes
@@ -36,92 +39,36 @@ the entries it carries (``entries``: the model builds it).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
 
-from kernbench.config.schema import ControlConfig
+from kernbench.sim.endpoints import CubeEndpoints, Receiver
+from kernbench.sim.messages import (
+    BaawSegmentInstallMsg,
+    BaawSegmentUninstallMsg,
+    ControlMsg,
+    MmuMapMsg,
+    MmuUnmapMsg,
+)
 from kernbench.topology.graph import Link, TopologyGraph
-from kernbench.topology.names import HOST, PeId, cube_node, sip_node
+from kernbench.topology.names import PeId, cube_node, sip_node
+
+__all__ = [
+    "BaawSegmentInstallMsg",
+    "BaawSegmentUninstallMsg",
+    "Component",
+    "ControlMsg",
+    "ControlPlane",
+    "MmuMapMsg",
+    "MmuUnmapMsg",
+    "targets",
+    "transit_ns",
+]
 
 
-@dataclass(eq=False)
-class ControlMsg:
-    """A message for a set of PEs. ``apply(pe)`` runs when it lands on a PE.
-
-    ``target_sips`` limits SIP-level routing (D-VA3); ``target_cubes`` (pairs of
-    sip, cube) and ``target_pes`` (global PE indices) narrow it further; None = all.
-    ``entries`` is how many table entries it carries (pages or segments, by kind),
-    which with the header makes its size; ``sent_bytes`` is that size, set when the
-    host sends it.
-    """
-
-    target_sips: tuple[int, ...]
-    apply: Callable[[PeId], None]
-    target_cubes: frozenset[tuple[int, int]] | None = None
-    target_pes: frozenset[int] | None = None
-    entries: int = 0
-    sent_bytes: int = 0
-    sent_ns: float = 0.0
-    landed_ns: float = 0.0
-    pending: int = 0
-    landed_on: set[int] = field(default_factory=set, repr=False)
-    done: simpy.Event | None = field(default=None, repr=False)
-
-    @property
-    def kind(self) -> str:
-        return type(self).__name__
-
-    @property
-    def latency_ns(self) -> float:
-        """Measured end to end: sent by the host until it landed on its last PE."""
-        return self.landed_ns - self.sent_ns
-
-    def entry_bytes(self, ctl: ControlConfig) -> int:
-        """Bytes of one of its entries. A bare message has no table behind it: it
-        carries none (its size is its header), and a count of them is a bug."""
-        if self.entries:
-            raise TypeError(f"a bare {self.kind} carries no entries ({self.entries} given)")
-        return 0
-
-    def size_bytes(self, ctl: ControlConfig) -> int:
-        """What it weighs on every link (DESIGN §13.1): the header and its entries."""
-        return ctl.msg_header_bytes + self.entries * self.entry_bytes(ctl)
-
-
-class MmuMapMsg(ControlMsg):
-    """Install VA -> PA page mappings in the target PEs' MMUs (D-VA3): one page-table
-    entry per page it maps."""
-
-    def entry_bytes(self, ctl: ControlConfig) -> int:
-        return ctl.pte_bytes
-
-
-class MmuUnmapMsg(ControlMsg):
-    """Remove a tensor's VA mappings (D-VA4): one page-table entry per page it unmaps."""
-
-    def entry_bytes(self, ctl: ControlConfig) -> int:
-        return ctl.pte_bytes
-
-
-class BaawSegmentInstallMsg(ControlMsg):
-    """Register LA segments in the target PEs' BAAW tables (D-LA3): one entry each."""
-
-    def entry_bytes(self, ctl: ControlConfig) -> int:
-        return ctl.baaw_segment_bytes
-
-
-class BaawSegmentUninstallMsg(ControlMsg):
-    """Remove LA segments from the target PEs' BAAW tables (D-LA3 step 3): one entry
-    each, as installed (the table is the install's, read back)."""
-
-    def entry_bytes(self, ctl: ControlConfig) -> int:
-        return ctl.baaw_segment_bytes
-
-
-# A component's children for a message, each with the transit time to its inbox.
-Forward = Callable[[ControlMsg], list[tuple["Component", float]]]
+# A component's children for a message, each with the transit time to it.
+Forward = Callable[[ControlMsg], list[tuple[Receiver, float]]]
 
 
 def transit_ns(links: tuple[Link, ...], size_bytes: int) -> float:
@@ -133,7 +80,7 @@ def transit_ns(links: tuple[Link, ...], size_bytes: int) -> float:
     return total
 
 
-class Component:
+class Component(Receiver):
     """A control component: an inbox served one message at a time."""
 
     def __init__(
@@ -166,7 +113,9 @@ class Component:
 
 
 class ControlPlane:
-    """Builds the control components of one system and sends messages through them."""
+    """The control components of one system, each built when a first message reaches
+    it, and the messages sent through them: a SIP no message targets has none, and a
+    cube's PE endpoints are served in bulk (:class:`CubeEndpoints`)."""
 
     def __init__(self, env: simpy.Environment, graph: TopologyGraph, endpoint: str) -> None:
         """``endpoint`` is the PE part a message lands on: ``mmu`` (VA) or ``dma`` (LA)."""
@@ -175,25 +124,10 @@ class ControlPlane:
         self.log: list[ControlMsg] = []
         self._endpoint = endpoint
         ctl = graph.config.control
-        end_ns = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
-        self.pe_end = {
-            pe.index: Component(env, pe.node(endpoint), end_ns, self._land(pe)) for pe in graph.pes
-        }
-        self.m_cpu = {
-            (s, c): Component(
-                env, cube_node(s, c, "m_cpu"), ctl.m_cpu_processing_ns, self._to_pes(s, c)
-            )
-            for s, c in sorted({(pe.sip, pe.cube) for pe in graph.pes})
-        }
-        sips = sorted({pe.sip for pe in graph.pes})
-        self.io_cpu = {
-            s: Component(env, sip_node(s, "io_cpu"), ctl.io_cpu_processing_ns, self._to_cubes(s))
-            for s in sips
-        }
-        self.pcie_ep = {
-            s: Component(env, sip_node(s, "pcie_ep"), ctl.pcie_ep_processing_ns, self._to_io(s))
-            for s in sips
-        }
+        self._end_ns = ctl.mmu_processing_ns if endpoint == "mmu" else ctl.dma_processing_ns
+        self._components: dict[str, Component] = {}  # PCIE_EP, IO_CPU, M_CPU by node
+        self._cubes: dict[tuple[int, int], CubeEndpoints] = {}
+        self._landed: dict[int, int] = {}  # messages landed, by PE
 
     def send(self, msg: ControlMsg) -> simpy.Event:
         """Host sends ``msg`` now; the returned event fires when it landed on every PE."""
@@ -205,65 +139,115 @@ class ControlPlane:
         if msg.pending == 0:
             msg.landed_ns = msg.sent_ns
             msg.done.succeed(msg)
+        layout = self.graph.layout
         for s in msg.target_sips:
-            pcie = (self.graph.link(HOST, sip_node(s, "pcie_ep")),)
-            self.pcie_ep[s].send(msg, transit_ns(pcie, msg.sent_bytes))
+            pcie = (self.graph.links[layout.host_to_pcie(s)],)
+            self._pcie_ep(s).send(msg, transit_ns(pcie, msg.sent_bytes))
         return msg.done
 
     def targets(self, msg: ControlMsg) -> list[PeId]:
         """The PEs a message lands on."""
-        return [pe for pe in self.graph.pes if _wants(msg, pe)]
+        return targets(self.graph, msg)
 
-    def _to_io(self, s: int) -> Forward:
-        links = (self.graph.link(sip_node(s, "pcie_ep"), sip_node(s, "io_cpu")),)
-        return lambda msg: [(self.io_cpu[s], transit_ns(links, msg.sent_bytes))]
+    def landed(self, index: int) -> int:
+        """How many messages have landed on PE ``index`` (0 for a PE none reached)."""
+        return self._landed.get(index, 0)
 
-    def _to_cubes(self, s: int) -> Forward:
+    def handled(self, node: str) -> int:
+        """How many messages the PCIE_EP, IO_CPU or M_CPU ``node`` has handled (0 for
+        one no message reached)."""
+        found = self._components.get(node)
+        return 0 if found is None else found.handled
+
+    def _component(self, name: str, processing_ns: float, forward: Forward) -> Component:
+        found = self._components.get(name)
+        if found is None:
+            found = self._components[name] = Component(self.env, name, processing_ns, forward)
+        return found
+
+    def _pcie_ep(self, s: int) -> Component:
+        """PCIE_EP -> IO_CPU."""
+        ctl, links = self.graph.config.control, self.graph.links
+        pcie_io = (links[self.graph.layout.pcie_to_io(s)],)
+
+        def forward(msg: ControlMsg) -> list[tuple[Receiver, float]]:
+            return [(self._io_cpu(s), transit_ns(pcie_io, msg.sent_bytes))]
+
+        return self._component(sip_node(s, "pcie_ep"), ctl.pcie_ep_processing_ns, forward)
+
+    def _io_cpu(self, s: int) -> Component:
         """IO_CPU -> the M_CPUs of its own SIP's target cubes (never another SIP's: each
         target SIP's IO_CPU gets its own copy from the host)."""
-        io_cpu = sip_node(s, "io_cpu")
-        cubes = [(c, m_cpu) for (sip, c), m_cpu in sorted(self.m_cpu.items()) if sip == s]
-        links = {c: (self.graph.link(io_cpu, m_cpu.name),) for c, m_cpu in cubes}
+        graph = self.graph
 
-        def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
+        def forward(msg: ControlMsg) -> list[tuple[Receiver, float]]:
             wanted = msg.target_cubes
             return [
-                (m, transit_ns(links[c], msg.sent_bytes))
-                for c, m in cubes
+                (self._m_cpu(s, c), transit_ns((to_m_cpu(c),), msg.sent_bytes))
+                for c in range(graph.config.cubes_per_sip)
                 if wanted is None or (s, c) in wanted
             ]
 
-        return forward
+        def to_m_cpu(c: int) -> Link:
+            return graph.links[graph.layout.io_to_m_cpu(s, c)]
 
-    def _to_pes(self, s: int, c: int) -> Forward:
-        """M_CPU -> NOC -> PE endpoint: two links one after the other, no NOC processing."""
-        noc = cube_node(s, c, "noc")
-        to_noc = self.graph.link(cube_node(s, c, "m_cpu"), noc)
-        pes = [pe for pe in self.graph.pes if (pe.sip, pe.cube) == (s, c)]
-        links = {pe.index: (to_noc, self.graph.link(noc, pe.node(self._endpoint))) for pe in pes}
+        name, ctl = sip_node(s, "io_cpu"), graph.config.control
+        return self._component(name, ctl.io_cpu_processing_ns, forward)
 
-        def forward(msg: ControlMsg) -> list[tuple[Component, float]]:
-            return [
-                (self.pe_end[pe.index], transit_ns(links[pe.index], msg.sent_bytes))
-                for pe in pes
-                if _wants(msg, pe)
-            ]
+    def _m_cpu(self, s: int, c: int) -> Component:
+        """M_CPU -> NOC -> the cube's PE endpoints: two links one after the other, no
+        NOC processing, the same two for every PE of the cube (NOC -> its MMU under VA,
+        NOC -> its DMA under LA)."""
+        graph, layout = self.graph, self.graph.layout
+        into = layout.noc_to_mmu(s, c, 0) if self._endpoint == "mmu" else layout.noc_to_dma(s, c, 0)
+        links = (graph.links[layout.m_cpu_to_noc(s, c)], graph.links[into])
+        ends = self._cube(s, c)
 
-        return forward
+        def forward(msg: ControlMsg) -> list[tuple[Receiver, float]]:
+            return [(ends, transit_ns(links, msg.sent_bytes))]
 
-    def _land(self, pe: PeId) -> Forward:
-        def land(msg: ControlMsg) -> list[tuple[Component, float]]:
+        name, ctl = cube_node(s, c, "m_cpu"), graph.config.control
+        return self._component(name, ctl.m_cpu_processing_ns, forward)
+
+    def _cube(self, s: int, c: int) -> CubeEndpoints:
+        found = self._cubes.get((s, c))
+        if found is None:
+            pes = self.graph.pes.in_cube(s, c)
+
+            def wanted(msg: ControlMsg) -> list[PeId]:
+                return [pe for pe in pes if _wants(msg, pe)]
+
+            found = CubeEndpoints(self.env, self._end_ns, wanted, self._land)
+            self._cubes[s, c] = found
+        return found
+
+    def _land(self, msg: ControlMsg, pes: list[PeId]) -> None:
+        """``msg`` lands on ``pes`` (processed there): applied on each, in order."""
+        for pe in pes:
             if pe.index in msg.landed_on:  # a routing bug, never bad input
                 raise RuntimeError(f"{pe.node(self._endpoint)}: {msg.kind} delivered twice")
             msg.landed_on.add(pe.index)
             msg.apply(pe)
+            self._landed[pe.index] = self._landed.get(pe.index, 0) + 1
             msg.pending -= 1
             if msg.pending == 0 and msg.done is not None:
                 msg.landed_ns = self.env.now
                 msg.done.succeed(msg)
-            return []
 
-        return land
+
+def targets(graph: TopologyGraph, msg: ControlMsg) -> list[PeId]:
+    """The PEs a message lands on, in global order: every PE of its target SIPs'
+    cubes (its target cubes only, if it names them), narrowed to its target PEs."""
+    top = graph.config
+    return [
+        pe
+        for s in range(top.n_sips)
+        if s in msg.target_sips
+        for c in range(top.cubes_per_sip)
+        if msg.target_cubes is None or (s, c) in msg.target_cubes
+        for pe in graph.pes.in_cube(s, c)
+        if msg.target_pes is None or pe.index in msg.target_pes
+    ]
 
 
 def _wants(msg: ControlMsg, pe: PeId) -> bool:

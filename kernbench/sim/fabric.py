@@ -70,23 +70,48 @@ class DataPlane:
 class ReservationFabric(DataPlane):
     """Per-resource ``free_at`` times and holes, per-link bytes carried (a link's busy
     time is its bytes over its bandwidth: :meth:`busy_ns`); optionally a log of every
-    reservation. State is kept in lists by link id, a resource under its own link's."""
+    reservation. State is kept in lists by link id, a resource under its own link's,
+    long enough for the links of the routes booked so far (:meth:`_cover`)."""
 
     def __init__(
         self, graph: TopologyGraph, access_latency_ns: float, record: bool = False
     ) -> None:
-        self.free_at = [0.0] * len(graph.links)
-        self.bw = [lk.bw_gbs for lk in graph.links]
+        self.layout = graph.layout
+        self.bw: list[float] = []
+        self.free_at: list[float] = []
+        self._carried: list[int] = []
         self.access_latency_ns = access_latency_ns
-        self.bytes_carried = [0] * len(graph.links)
         # Per resource: idle (start, end) stretches before free_at, sorted; how many have any.
-        self.holes: list[list[tuple[float, float]]] = [[] for _ in graph.links]
+        self.holes: dict[int, list[tuple[float, float]]] = {}
         self._holed = 0
         self.reservations: list[tuple[int, float, float, int]] | None = [] if record else None
 
+    def _cover(self, top: int) -> None:
+        """Lengthen the per-link lists, in place, to cover link ``top`` (at least
+        doubling them): a run's state costs the links its routes reach, so a run on 16
+        PEs of a 16,384-PE topology keeps lists of a few thousand links, not 800,000
+        (nor does the garbage collector walk them)."""
+        size = len(self.bw)
+        if top < size:
+            return
+        new = min(self.layout.count, max(top + 1, 2 * size))
+        self.bw += self.layout.bandwidths(size, new)
+        self.free_at += [0.0] * (new - size)
+        self._carried += [0] * (new - size)
+
+    @property
+    def bytes_carried(self) -> list[int]:
+        """Bytes each link has carried, by link id (every link of the topology)."""
+        return self._carried + [0] * (self.layout.count - len(self._carried))
+
     def busy_ns(self) -> list[float]:
         """Time each link has spent carrying bytes, by link id."""
-        return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
+        every = zip(self.bytes_carried, self.layout.bandwidths(), strict=True)
+        return [b / bw for b, bw in every]
+
+    def carried(self) -> dict[int, int]:
+        """Bytes each link that carried any has carried, by link id."""
+        return {i: b for i, b in enumerate(self._carried) if b}
 
     def start(
         self,
@@ -112,11 +137,13 @@ class ReservationFabric(DataPlane):
         ``routes[router]``, in order; return the last completion. ``trace`` is told each
         request's start (its bytes leave the DMA, or the memory for a read) and
         completion."""
-        free_at, bw, carried = self.free_at, self.bw, self.bytes_carried
+        free_at, bw, carried = self.free_at, self.bw, self._carried
         log, access = self.reservations, self.access_latency_ns
         end = now
         for req in requests:
             route, nbytes = routes[req[0]], req[2]
+            if route.top_id >= len(bw):
+                self._cover(route.top_id)  # in place: the lists above grow
             held = route.resources
             if route.reads:  # the data leaves once the request is out and served
                 ready, after = now + route.request_ns + access, 0.0
@@ -167,7 +194,7 @@ class ReservationFabric(DataPlane):
         ``t + hold``, which cannot hold it (a start ``s >= t`` has ``s + hold >= t +
         hold`` in floats too). A 16-PE hotspot so looks at about one hole per link and
         request, not the twenty or so before it."""
-        holes = self.holes[i]
+        holes = self.holes.get(i)
         if holes:
             if holes[0][1] <= now:
                 del holes[: bisect_right(holes, now, key=_end)]
@@ -198,6 +225,8 @@ class ReservationFabric(DataPlane):
 
     def _open(self, i: int, a: float, b: float) -> None:
         """Record link ``i`` idle over ``[a, b)`` (before its ``free_at``)."""
-        holes = self.holes[i]
+        holes = self.holes.get(i)
+        if holes is None:
+            holes = self.holes[i] = []
         self._holed += not holes
         holes.append((a, b))

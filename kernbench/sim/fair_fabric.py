@@ -97,8 +97,9 @@ class FairFabric(DataPlane):
         reuse: bool = True,
         whole: bool = False,
     ) -> None:
-        self.bw = [lk.bw_gbs for lk in graph.links]
-        self._links = len(graph.links)
+        # Per-link lists cover the links of the routes seen so far (:meth:`_cover`).
+        self.layout = graph.layout
+        self.bw: list[float] = []
         self.access_latency_ns = access_latency_ns
         self.events = events
         self.segments: list[tuple[tuple[int, ...], float, float, float]] | None = (
@@ -120,11 +121,11 @@ class FairFabric(DataPlane):
         # selective update must equal (tests).
         self._whole = whole
         self._fast = fast and not record
-        self._redundant = redundant(graph)
-        links = range(len(graph.links))
-        self._owner: list[Queue | None] = [None for _ in links]  # arithmetic holder
-        self._fluid = [0 for _ in links]  # queues with flows on each link
-        self._on: list[list[Queue]] = [[] for _ in links]  # queues with joined flows
+        self._never_binds = graph.layout.never_binds
+        self._owner: list[Queue | None] = []  # arithmetic holder
+        self._fluid: list[int] = []  # queues with flows on each link
+        # queues with joined flows, by link: made when a first queue joins
+        self._on: list[list[Queue] | None] = []
         self._requesters: dict[str, Requester] = {}  # by DMA node
         self._lanes: dict[int, Lane] = {}  # by id(routes): one per DMA and direction
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
@@ -135,15 +136,31 @@ class FairFabric(DataPlane):
         # and leaving, a hotspot's recomputations (a queue's new head moving in its
         # requester's age order) all cover one component, found once.
         self._layout = 0  # bumped when a queue enters or leaves
-        self._comp: list[Component | None] = [None for _ in links]
+        self._comp: list[Component | None] = []
         self._searches = 0
+
+    def _cover(self, top: int) -> None:
+        """Lengthen the per-link lists, in place, to cover link ``top`` (at least
+        doubling them): a run's state costs the links its routes reach, so a run on 16
+        PEs of a 16,384-PE topology keeps lists of a few thousand links, not 800,000
+        (nor does the garbage collector walk them)."""
+        size = len(self.bw)
+        if top < size:
+            return
+        new = min(self.layout.count, max(top + 1, 2 * size))
+        more = new - size
+        self.bw += self.layout.bandwidths(size, new)
+        self._owner += [None] * more
+        self._fluid += [0] * more
+        self._on += [None] * more
+        self._comp += [None] * more
 
     @property
     def bytes_carried(self) -> list[int]:
         """Bytes each link has carried, by link id: summed from the queues when asked
         (a launch asks twice), so issuing a request adds to one counter, not one per
         link of its path."""
-        carried = [0] * self._links
+        carried = [0] * self.layout.count
         for who in self._requesters.values():
             for queue in who.queues:
                 for i in queue.path:
@@ -152,7 +169,19 @@ class FairFabric(DataPlane):
 
     def busy_ns(self) -> list[float]:
         """Time each link has spent carrying bytes, by link id."""
-        return [b / bw for b, bw in zip(self.bytes_carried, self.bw, strict=True)]
+        every = zip(self.bytes_carried, self.layout.bandwidths(), strict=True)
+        return [b / bw for b, bw in every]
+
+    def carried(self) -> dict[int, int]:
+        """Bytes each link that carried any has carried, by link id (from the queues:
+        a run's links, not the topology's)."""
+        carried: dict[int, int] = {}
+        for who in self._requesters.values():
+            for queue in who.queues:
+                if queue.moved:
+                    for i in queue.path:
+                        carried[i] = carried.get(i, 0) + queue.moved
+        return carried
 
     # -- issuing ----------------------------------------------------------------
     def start(
@@ -181,7 +210,9 @@ class FairFabric(DataPlane):
             nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
-                queue = Queue(routes[req[0]], self._redundant, who, self.access_latency_ns)
+                route = routes[req[0]]
+                self._cover(route.top_id)
+                queue = Queue(route, self._never_binds, who, self.access_latency_ns)
                 queues[req[0]] = queue
                 who.queues.append(queue)
             queue.moved += nbytes
@@ -391,7 +422,11 @@ class FairFabric(DataPlane):
         self._joined[queue.rid].append(queue)
         on = self._on
         for i in queue.links:
-            on[i].append(queue)
+            there = on[i]
+            if there is None:
+                on[i] = [queue]
+            else:
+                there.append(queue)
 
     def _leave(self, queue: Queue) -> None:
         """``queue`` has no joined flow any more."""
@@ -399,7 +434,9 @@ class FairFabric(DataPlane):
         self._joined[queue.rid].remove(queue)
         on = self._on
         for i in queue.links:
-            on[i].remove(queue)
+            there = on[i]
+            assert there is not None  # it joined
+            there.remove(queue)
 
     # -- rates ------------------------------------------------------------------
     def _changed(self, queue: Queue) -> None:
@@ -495,7 +532,9 @@ class FairFabric(DataPlane):
         queues: list[Queue] = []
         comp = Component(self._layout, queues)
         comps[start] = comp
-        todo = [on[start]]
+        first = on[start]
+        assert first is not None  # a changed link: a queue joined it
+        todo = [first]
         while todo:
             for queue in todo.pop():
                 if queue.stamp == stamp:
@@ -510,7 +549,9 @@ class FairFabric(DataPlane):
                         for i in mate.links:
                             if comps[i] is not comp:
                                 comps[i] = comp
-                                todo.append(on[i])
+                                there = on[i]
+                                assert there is not None  # a joined queue's link
+                                todo.append(there)
         return comp
 
     def _set_rate(self, flow: Flow, rate: float, now: float) -> None:
@@ -547,16 +588,3 @@ class FairFabric(DataPlane):
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
-
-
-def redundant(graph: TopologyGraph) -> frozenset[int]:
-    """Resources that never bind: a link into or out of an HBM router at least as wide
-    as the router's HBM resource, which every route through the router also crosses
-    (both ways share it, so it carries at least what such a link does)."""
-    found = set()
-    for lk in graph.links:
-        router = lk.dst if lk.dst in graph.hbm_link else lk.src
-        hbm = graph.hbm_link.get(router)
-        if hbm is not None and lk.resource != hbm.resource and lk.bw_gbs >= hbm.bw_gbs:
-            found.add(lk.resource)
-    return frozenset(found)

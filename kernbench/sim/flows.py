@@ -115,13 +115,13 @@ class Queue:
     )
 
     def __init__(
-        self, route: Route, redundant: frozenset[int], who: Requester, access_ns: float
+        self, route: Route, never_binds: Callable[[int], bool], who: Requester, access_ns: float
     ) -> None:
         self.who = who
         self.path = route.link_ids
-        # The resources that can bind it (``FairFabric``'s ``redundant``: those that
+        # The resources that can bind it (``LinkLayout.never_binds`` leaves out those that
         # saturate no earlier than the HBM resource every route through a router crosses).
-        self.links = tuple(i for i in route.resources if i not in redundant)
+        self.links = tuple(i for i in route.resources if not never_binds(i))
         # From issue until its first byte joins its links (``latency``), and from its
         # last byte's drain until it completes (``tail``): a write pays its way out,
         # then the memory's access; a read (DESIGN §13.1) its request's way out, the

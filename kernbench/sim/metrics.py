@@ -94,25 +94,39 @@ class LaunchUsage:
     measured side of a stream row (bytes moved, per-PE bandwidth, the busiest link).
 
     Counters are cumulative in the simulator, so this keeps their values at the start
-    and reports differences: only the launch's own traffic counts.
+    and reports differences: only the launch's own traffic counts. It reads the links
+    that carried bytes and the PEs that were built, never every link or PE of the
+    topology (a PE not built and a link never crossed carried nothing).
     """
 
     def __init__(self, system: System) -> None:
         self.system = system
-        self._links = list(system.fabric.bytes_carried)
-        self._pes = [pe.dma.bytes_moved for pe in system.pes]
-        self._accesses = [pe.dma.stages_done for pe in system.pes]
+        self._links = system.fabric.carried()
+        built = system.pes.built()
+        self._pes = {i: unit.dma.bytes_moved for i, unit in built.items()}
+        self._accesses = sum(unit.dma.stages_done for unit in built.values())
 
-    def link_bytes(self) -> list[int]:
-        """Bytes each link carried since the start, by link id."""
-        now = self.system.fabric.bytes_carried
-        return [b - b0 for b, b0 in zip(now, self._links, strict=True)]
+    def link_bytes(self) -> dict[int, int]:
+        """Bytes each link carried since the start, by link id; links that carried
+        none are left out."""
+        before = self._links
+        found: dict[int, int] = {}
+        for i, carried in self.system.fabric.carried().items():
+            if carried != before.get(i, 0):
+                found[i] = carried - before.get(i, 0)
+        return found
 
     def hbm_bytes(self) -> list[int]:
         """Bytes each HBM resource carried since the start, both ways (a write's into
-        HBM, a read's back out of it), in the order of ``graph.hbm_link``."""
-        carried, graph = self.link_bytes(), self.system.graph
-        return [carried[lk.id] + carried[graph.twin[lk.id]] for lk in graph.hbm_link.values()]
+        HBM, a read's back out of it), one figure per resource that carried any."""
+        layout = self.system.graph.layout
+        per: dict[int, int] = {}
+        for i, carried in self.link_bytes().items():
+            slot = layout.router_slot(i)
+            if slot >= 4:  # into HBM (4) or back out (5), the resource of the first
+                resource = i if slot == 4 else i - 1
+                per[resource] = per.get(resource, 0) + carried
+        return list(per.values())
 
     def memory_bytes(self) -> int:
         """Bytes that reached or left HBM: each request crosses exactly one HBM
@@ -130,46 +144,54 @@ class LaunchUsage:
 
     def pe_bytes(self, pe: PeId) -> int:
         """Bytes PE ``pe``'s DMA engine moved since the start (reads plus writes)."""
-        return self.system.pes[pe.index].dma.bytes_moved - self._pes[pe.index]
+        return self.system.pes[pe.index].dma.bytes_moved - self._pes.get(pe.index, 0)
 
     def accesses(self) -> int:
         """DMA accesses completed by every PE since the start."""
-        return sum(pe.dma.stages_done for pe in self.system.pes) - sum(self._accesses)
+        return sum(unit.dma.stages_done for unit in self.system.pes) - self._accesses
 
     def busiest_link(self, interval_ns: float) -> tuple[str, float]:
         """The link resource with the highest utilisation (busy time = bytes /
         bandwidth, summed over the links that share it, over ``interval_ns``), named
         ``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource (both ways, DESIGN
-        §13.1). Ties go to HBM, then to the lowest id, so a run always names the same."""
-        busy = resource_busy_ns(self.system.graph, self.link_bytes())
-        best = busiest_resource(self.system.graph, busy)
-        utilization = busy[best] / interval_ns if interval_ns > 0 else 0.0
-        return resource_name(self.system.graph, best), utilization
+        §13.1). Ties go to HBM, then to the lowest id, so a run always names the same
+        (with no traffic at all: the first HBM link, PE 0's)."""
+        graph = self.system.graph
+        busy = resource_busy_ns(graph, self.system.fabric.bw, self.link_bytes())
+        best = busiest_resource(graph, busy)
+        utilization = busy.get(best, 0.0) / interval_ns if interval_ns > 0 else 0.0
+        return resource_name(graph, best), utilization
 
 
-def resource_busy_ns(graph: TopologyGraph, link_bytes: list[int]) -> list[float]:
-    """The least time each link resource needs to carry ``link_bytes`` (by link id):
-    the bytes of every link that uses it over that link's bandwidth, summed (HBM's two
-    ways share one resource, DESIGN §13.1); by resource id (a link id), 0 for a link
-    that is another's resource. No run carries them faster, whatever the sharing."""
-    busy = [0.0] * len(graph.links)
-    for lk, carried in zip(graph.links, link_bytes, strict=True):
-        busy[lk.resource] += carried / lk.bw_gbs
+def resource_busy_ns(
+    graph: TopologyGraph, bw: list[float], link_bytes: dict[int, int]
+) -> dict[int, float]:
+    """The least time each link resource needs to carry ``link_bytes`` (by link id,
+    over that link's bandwidth ``bw``), summed over the links that share it (HBM's two
+    ways are one resource, DESIGN §13.1); by resource id (a link id), only resources
+    that carried bytes. No run carries them faster, whatever the sharing."""
+    layout = graph.layout
+    busy: dict[int, float] = {}
+    for i, carried in sorted(link_bytes.items()):  # summed in id order
+        resource = i - 1 if layout.router_slot(i) == 5 else i
+        busy[resource] = busy.get(resource, 0.0) + carried / bw[i]
     return busy
 
 
-def busiest_resource(graph: TopologyGraph, busy: list[float]) -> int:
+def busiest_resource(graph: TopologyGraph, busy: dict[int, float]) -> int:
     """The resource with the most busy time; ties go to HBM, then to the lowest id,
-    so a run always names the same."""
-    hbm = {lk.id for lk in graph.hbm_link.values()}
-    return max(range(len(busy)), key=lambda i: (busy[i], i in hbm, -i))
+    so a run always names the same (with no traffic at all: PE 0's first HBM link)."""
+    layout = graph.layout
+    if not busy:
+        return layout.router_to_hbm(0, 0, 0, 0)
+    return max(busy, key=lambda i: (busy[i], layout.router_slot(i) == 4, -i))
 
 
 def resource_name(graph: TopologyGraph, resource: int) -> str:
     """``src->dst``, or ``router<->hbm_ctrl`` for an HBM resource (both ways)."""
     link = graph.links[resource]
-    hbm = any(lk.id == resource for lk in graph.hbm_link.values())
-    return f"{link.src}{'<->' if hbm else '->'}{link.dst}"
+    arrow = "<->" if graph.layout.router_slot(resource) == 4 else "->"
+    return f"{link.src}{arrow}{link.dst}"
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:

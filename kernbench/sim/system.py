@@ -2,11 +2,16 @@
 
 Built once per run from a validated config. Owns simulated state only; tensors and
 kernel launches go through :class:`kernbench.runtime.RuntimeContext`.
+
+A PE's components and its memory allocator are built the first time something uses
+them (:class:`PeUnits`, :class:`Allocators`), so a run that touches 16 PEs of a
+16,384-PE topology builds 16 PEs' worth: a PE nothing touched has every counter at
+zero and all its memory free, which is what a PE built and left idle would hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import simpy
@@ -70,6 +75,48 @@ class PeUnit:
         self.cpu = PeCpu(self.events, pe.index, self.scheduler, cost, system.oplog)
 
 
+class PeUnits:
+    """Every PE's :class:`PeUnit` by global index, each built on first use:
+    ``units[i]`` builds PE ``i``'s. Iterating gives the units built so far, in the
+    order they were built: sums over them (accesses, commands, bytes) are sums over
+    every PE, since a PE not built has done nothing."""
+
+    def __init__(self, system: System) -> None:
+        self._system = system
+        self._built: dict[int, PeUnit] = {}
+
+    def __getitem__(self, index: int) -> PeUnit:
+        unit = self._built.get(index)
+        if unit is None:
+            unit = self._built[index] = PeUnit(self._system, self._system.graph.pes[index])
+        return unit
+
+    def __iter__(self) -> Iterator[PeUnit]:
+        return iter(list(self._built.values()))
+
+    def built(self) -> dict[int, PeUnit]:
+        """The units built so far, by global index."""
+        return self._built
+
+
+class Allocators(dict[int, PEMemAllocator]):
+    """Each PE's HBM and TCM allocator by global index, made on first use (a dict, so
+    one subscript finds it)."""
+
+    def __init__(self, system: System) -> None:
+        super().__init__()
+        topo = system.cfg.topology
+        self._pes = system.graph.pes
+        self._capacity = system.physical.capacity
+        self._tcm = topo.pe.tcm_bytes
+        self._align = hbm_alignment(system.graph)
+
+    def __missing__(self, index: int) -> PEMemAllocator:
+        pe = self._pes[index]
+        found = self[index] = PEMemAllocator(pe.prefix, self._capacity, self._tcm, self._align)
+        return found
+
+
 class RunObserver(Protocol):
     """Optional watcher of :meth:`System.run_programs` (the single run's progress bar,
     :class:`kernbench.sweep.progress.RunBar`). It only reads; with none set, the run
@@ -115,20 +162,14 @@ class System:
         self.oplog = OpLog() if (cfg.sim.oplog if oplog is None else oplog) else None
         self.trace = trace
         self.physical = PhysicalLayer(self.graph)
-        hbm_align = hbm_alignment(self.graph)
-        self.memory = {
-            pe.index: PEMemAllocator(
-                pe.prefix, self.physical.capacity, topo.pe.tcm_bytes, hbm_align
-            )
-            for pe in self.graph.pes
-        }
+        self.memory = Allocators(self)
         model = cfg.address.model
         self.address: AddressModelPolicy = build_model(model, self.graph, self.physical)
         endpoint = ENDPOINTS.get(model)
         self.control = ControlPlane(self.env, self.graph, endpoint) if endpoint else None
         self.running = False
         self.observer: RunObserver | None = None
-        self.pes = [PeUnit(self, pe) for pe in self.graph.pes]
+        self.pes = PeUnits(self)
 
     def run_until(self, event: simpy.Event) -> None:
         """Advance simulated time until ``event``; a no-op when already inside a run

@@ -1,4 +1,4 @@
-"""Build the topology graph (nodes, directed links) from a validated TopologyConfig.
+"""The topology graph (nodes, directed links) of a validated TopologyConfig.
 
 The graph is plain data (DESIGN §3.1, ADR-0015/0017): no SimPy here. Links carry a
 bandwidth in GB/s and a latency in ns; each has a dense integer id so the fabric can
@@ -11,6 +11,12 @@ one capacity *resource* (``Link.resource``, its own id), duplex links two, excep
 HBM: a router's link into its cube's HBM controller and the link back out of it are
 one half-duplex resource, the channel (1:1) or the PE's aggregate link (n:1), whose
 bandwidth reads and writes share. The fabrics keep their capacity state by resource.
+
+Nothing is laid out in advance: a link is made from its id, a PE from its index
+(:mod:`kernbench.topology.layout`, :mod:`kernbench.topology.views`), so building the
+graph of 16,384 PEs costs what building the graph of one does. Only the whole views
+(``out_links``, ``nodes``, ``endpoints``: the reference route search of the tests)
+make every node and link, once, when first asked.
 """
 
 from __future__ import annotations
@@ -18,45 +24,43 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernbench.config.schema import HbmMappingMode, TopologyConfig
+from kernbench.topology.layout import CONTROL, DATA, Link, LinkLayout
 from kernbench.topology.names import HOST, PeId, cube_node, sip_node
+from kernbench.topology.views import HbmLinks, Links, PeIds, Twins
 
-DATA = "data"
-CONTROL = "control"
+__all__ = ["CONTROL", "DATA", "Link", "TopologyGraph", "build_graph"]
 
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    id: int
-    src: str
-    dst: str
-    bw_gbs: float
-    latency_ns: float
-    plane: str
-    # The capacity this link uses: its own id, or (HBM's way back) its twin's.
-    resource: int
+PE_PARTS = ("cpu", "scheduler", "dma", "gemm", "math")
 
 
 @dataclass
-class TopologyGraph:
-    """Nodes, links, the PEs and, per PE, the routers that serve its HBM."""
+class _Whole:
+    """Every node and every node's links, in the order the first design built them."""
 
-    config: TopologyConfig
     nodes: list[str] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
     out_links: dict[str, list[Link]] = field(default_factory=dict)
-    pes: list[PeId] = field(default_factory=list)
-    # router node -> the link that carries its traffic into the cube's HBM controller
-    hbm_link: dict[str, Link] = field(default_factory=dict)
-    # data link id -> the id of the link between the same nodes the other way
-    twin: dict[int, int] = field(default_factory=dict)
     # Nodes traffic ends at and never crosses: DMA engines, HBM routers, HBM controllers.
     endpoints: set[str] = field(default_factory=set)
 
+
+class TopologyGraph:
+    """The PEs, the links by id and, per PE, the routers that serve its HBM."""
+
+    def __init__(self, config: TopologyConfig, with_mmu: bool = False) -> None:
+        self.config = config
+        self.with_mmu = with_mmu
+        self.layout = LinkLayout(config, with_mmu)
+        self.pes = PeIds(self.layout)
+        self.links = Links(self.layout)
+        # router node -> the link that carries its traffic into the cube's HBM controller
+        self.hbm_link = HbmLinks(self.layout, self.pes)
+        # data link id -> the id of the link between the same nodes the other way
+        self.twin = Twins(self.layout)
+        self._whole: _Whole | None = None
+
     @property
     def channels_per_pe(self) -> int:
-        n = self.config.cube.memory_map.hbm_channels_per_pe
-        assert n is not None, "validate() derives hbm_channels_per_pe before building"
-        return n
+        return self.layout.channels
 
     @property
     def one_to_one(self) -> bool:
@@ -64,10 +68,7 @@ class TopologyGraph:
 
     def routers(self, pe: PeId) -> list[str]:
         """The PE's HBM routers: one per owned channel (1:1) or the aggregate one (n:1)."""
-        if not self.one_to_one:
-            return [pe.agg_router]
-        n = self.channels_per_pe
-        return [pe.channel_router(pe.pe * n + i) for i in range(n)]
+        return [self.layout.router_node(pe, r) for r in range(self.layout.routers)]
 
     def link(self, src: str, dst: str) -> Link:
         for lk in self.out_links.get(src, ()):
@@ -75,106 +76,55 @@ class TopologyGraph:
                 return lk
         raise KeyError(f"no link {src} -> {dst}")
 
-    def add_node(self, name: str) -> None:
-        self.nodes.append(name)
-        self.out_links.setdefault(name, [])
+    @property
+    def nodes(self) -> list[str]:
+        return self.whole().nodes
 
-    def add_link(
-        self,
-        src: str,
-        dst: str,
-        bw_gbs: float,
-        latency_ns: float,
-        plane: str = DATA,
-        resource: int = -1,
-    ) -> Link:
-        """A directed link; its own resource unless ``resource`` names another link's."""
-        lid = len(self.links)
-        lk = Link(lid, src, dst, bw_gbs, latency_ns, plane, lid if resource < 0 else resource)
-        self.links.append(lk)
-        self.out_links[src].append(lk)
-        return lk
+    @property
+    def out_links(self) -> dict[str, list[Link]]:
+        return self.whole().out_links
 
-    def add_duplex(self, a: str, b: str, bw_gbs: float, latency_ns: float) -> Link:
-        """Two twin links, one resource each; returns the ``a -> b`` one."""
-        ab = self.add_link(a, b, bw_gbs, latency_ns)
-        ba = self.add_link(b, a, bw_gbs, latency_ns)
-        self.twin[ab.id], self.twin[ba.id] = ba.id, ab.id
-        return ab
+    @property
+    def endpoints(self) -> set[str]:
+        return self.whole().endpoints
 
-    def add_half_duplex(self, a: str, b: str, bw_gbs: float, latency_ns: float) -> Link:
-        """Two twin links sharing one resource (the ``a -> b`` link's); returns it."""
-        ab = self.add_link(a, b, bw_gbs, latency_ns)
-        ba = self.add_link(b, a, bw_gbs, latency_ns, resource=ab.id)
-        self.twin[ab.id], self.twin[ba.id] = ba.id, ab.id
-        return ab
+    def whole(self) -> _Whole:
+        """Every node and link, made once (a small topology's tests walk them)."""
+        if self._whole is None:
+            self._whole = _lay_out(self)
+        return self._whole
 
 
 def build_graph(topo: TopologyConfig, with_mmu: bool = False) -> TopologyGraph:
-    """Lay out every node and link of the topology; ``with_mmu`` adds the VA PE_MMUs."""
-    g = TopologyGraph(topo)
-    lk = topo.links
-    g.add_node(HOST)
-    index = 0
-    for s in range(topo.n_sips):
-        pcie_ep, io_cpu = sip_node(s, "pcie_ep"), sip_node(s, "io_cpu")
-        g.add_node(pcie_ep)
-        g.add_node(io_cpu)
-        g.add_duplex(HOST, pcie_ep, lk.pcie_bw_gbs, lk.pcie_latency_ns)
-        g.add_link(pcie_ep, io_cpu, lk.ctrl_bw_gbs, lk.ctrl_latency_ns, CONTROL)
-        for c in range(topo.cubes_per_sip):
-            _add_cube(g, s, c)
-            for p in range(topo.pes_per_cube):
-                pe = PeId(s, c, p, index)
-                index += 1
-                g.pes.append(pe)
-                _add_pe(g, pe, with_mmu)
-        _connect_cubes(g, s)
-    return g
+    """The graph of the topology; ``with_mmu`` adds the VA PE_MMUs."""
+    return TopologyGraph(topo, with_mmu)
 
 
-def _add_cube(g: TopologyGraph, s: int, c: int) -> None:
-    lk = g.config.links
-    m_cpu, noc, hbm = (cube_node(s, c, x) for x in ("m_cpu", "noc", "hbm_ctrl"))
-    for name in (m_cpu, noc, hbm):
-        g.add_node(name)
-    g.endpoints.add(hbm)
-    g.add_link(sip_node(s, "io_cpu"), m_cpu, lk.ctrl_bw_gbs, lk.ctrl_latency_ns, CONTROL)
-    g.add_link(m_cpu, noc, lk.ctrl_bw_gbs, lk.ctrl_latency_ns, CONTROL)
-    # Cross-SIP data leaves the cube through the SIP's PCIe endpoint.
-    g.add_duplex(noc, sip_node(s, "pcie_ep"), lk.noc_noc_bw_gbs, lk.noc_noc_latency_ns)
+def _lay_out(g: TopologyGraph) -> _Whole:
+    whole = _Whole()
+    for node in _node_order(g):
+        whole.nodes.append(node)
+        whole.out_links[node] = []
+    for lk in g.links:
+        whole.out_links[lk.src].append(lk)
+    for pe in g.pes:
+        whole.endpoints.add(pe.node("dma"))
+        whole.endpoints.update(g.routers(pe))
+    for s in range(g.config.n_sips):
+        for c in range(g.config.cubes_per_sip):
+            whole.endpoints.add(cube_node(s, c, "hbm_ctrl"))
+    return whole
 
 
-def _connect_cubes(g: TopologyGraph, s: int) -> None:
-    """A full mesh of NOC-to-NOC links between the cubes of one SIP."""
-    lk = g.config.links
-    n = g.config.cubes_per_sip
-    for a in range(n):
-        for b in range(a + 1, n):
-            g.add_duplex(
-                cube_node(s, a, "noc"),
-                cube_node(s, b, "noc"),
-                lk.noc_noc_bw_gbs,
-                lk.noc_noc_latency_ns,
-            )
-
-
-def _add_pe(g: TopologyGraph, pe: PeId, with_mmu: bool) -> None:
-    lk, mm = g.config.links, g.config.cube.memory_map
-    parts = ["cpu", "scheduler", "dma", "gemm", "math"] + (["mmu"] if with_mmu else [])
-    g.add_node(pe.prefix)
-    for part in parts:
-        g.add_node(pe.node(part))
-    dma, noc = pe.node("dma"), cube_node(pe.sip, pe.cube, "noc")
-    g.endpoints.add(dma)
-    hbm = cube_node(pe.sip, pe.cube, "hbm_ctrl")
-    g.add_duplex(dma, noc, lk.pe_noc_bw_gbs, lk.pe_noc_latency_ns)
-    if with_mmu:
-        g.add_link(noc, pe.node("mmu"), lk.pe_noc_bw_gbs, lk.pe_noc_latency_ns, CONTROL)
-    router_bw = mm.hbm_channel_bw_gbs * (1 if g.one_to_one else g.channels_per_pe)
-    for router in g.routers(pe):
-        g.add_node(router)
-        g.endpoints.add(router)
-        g.add_duplex(dma, router, router_bw, lk.dma_router_latency_ns)
-        g.add_duplex(noc, router, router_bw, lk.noc_router_latency_ns)
-        g.hbm_link[router] = g.add_half_duplex(router, hbm, router_bw, lk.router_hbm_latency_ns)
+def _node_order(g: TopologyGraph) -> list[str]:
+    """Host; per SIP its PCIe endpoint and IO_CPU; per cube its M_CPU, NOC, HBM
+    controller, then per PE its own node, its parts and its routers."""
+    parts = PE_PARTS + (("mmu",) if g.with_mmu else ())
+    nodes = [HOST]
+    for s in range(g.config.n_sips):
+        nodes += [sip_node(s, "pcie_ep"), sip_node(s, "io_cpu")]
+        for c in range(g.config.cubes_per_sip):
+            nodes += [cube_node(s, c, part) for part in ("m_cpu", "noc", "hbm_ctrl")]
+            for pe in g.pes.in_cube(s, c):
+                nodes += [pe.prefix, *(pe.node(part) for part in parts), *g.routers(pe)]
+    return nodes

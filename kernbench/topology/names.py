@@ -38,3 +38,18 @@ def sip_node(sip: int, part: str) -> str:
 
 def cube_node(sip: int, cube: int, part: str) -> str:
     return f"sip{sip}.cube{cube}.{part}"
+
+
+def pe_part(node: str) -> tuple[int, int, int, str] | None:
+    """``(sip, cube, pe, part)`` of a PE's node ``sip{s}.cube{c}.pe{p}.{part}``
+    (``part`` may hold dots); None for any other name."""
+    fields = node.split(".", 3)
+    if len(fields) != 4:
+        return None
+    sip, cube, pe = fields[0][3:], fields[1][4:], fields[2][2:]
+    if not (sip.isdigit() and cube.isdigit() and pe.isdigit()):
+        return None
+    s, c, p = int(sip), int(cube), int(pe)
+    if node != f"sip{s}.cube{c}.pe{p}.{fields[3]}":  # a prefix spelled another way
+        return None
+    return s, c, p, fields[3]

@@ -29,7 +29,7 @@ class LaunchWork:
 
     flops: dict[int, int]
     elements: dict[int, int]
-    link_bytes: list[int]
+    link_bytes: dict[int, int]
 
     @property
     def total_flops(self) -> int:

@@ -52,16 +52,17 @@ class Roofline:
 
 def roofline(system: System, work: LaunchWork) -> Roofline:
     """The launch's bounds on ``system`` (every PE has the same engines)."""
-    busy = resource_busy_ns(system.graph, work.link_bytes)
+    busy = resource_busy_ns(system.graph, system.fabric.bw, work.link_bytes)
     best = busiest_resource(system.graph, busy)
+    memory_ns = busy.get(best, 0.0)
     scheduler = system.pes[0].scheduler
     flops = max(work.flops.values(), default=0)
     elements = max(work.elements.values(), default=0)
     return Roofline(
-        memory_ns=busy[best],
+        memory_ns=memory_ns,
         gemm_ns=flops * scheduler.gemm_ns_per_flop,
         math_ns=elements * scheduler.math_ns_per_elem,
-        resource=resource_name(system.graph, best) if busy[best] > 0 else "",
+        resource=resource_name(system.graph, best) if memory_ns > 0 else "",
     )
 
 
