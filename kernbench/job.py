@@ -43,7 +43,7 @@ from kernbench.results import (
 )
 from kernbench.results.identity import identity
 from kernbench.results.kernels import write_kernel_rows
-from kernbench.sweep.cache import PointCache, point_key
+from kernbench.sweep.cache import Hit, PointCache, point_key
 
 if TYPE_CHECKING:
     from kernbench.sweep.progress import RunBar
@@ -91,7 +91,8 @@ def run_job(
         typed, columns = (prepared.config, prepared.columns) if prepared else prepare(cfg)
         if cache is not None and not must_simulate(typed):
             key = point_key(columns)
-            hit = cache.load(key, METRICS.get(type(typed.workload)))
+            kinds = type(typed.workload)
+            hit = cache.load(key, METRICS.get(kinds), KERNEL_COLUMNS.get(kinds))
             if hit is not None:
                 return _served(out_dir, job, columns, hit, time.perf_counter() - start, rows)
         trace_path = out_dir / "trace.parquet" if typed.sim.trace else None
@@ -108,7 +109,7 @@ def run_job(
         print(f"kernbench: error: {message}", file=sys.stderr)
         return STATUS_ERROR
     if cache is not None and key is not None:
-        cache.store(key, result.metrics)
+        cache.store(key, result.metrics, result.kernels)
     wall_s = time.perf_counter() - start
 
     def finish() -> None:
@@ -156,29 +157,30 @@ def prepare(cfg: DictConfig | KernBenchConfig) -> tuple[KernBenchConfig, dict[st
 
 
 def must_simulate(cfg: Any) -> bool:
-    """A point whose output is more than its metrics row is never served from the
-    cache: ``sim.trace`` (the trace file), ``sim.measure_speed`` (the run's speed) and
-    a workload with per-launch rows (``kernels.parquet``); nor one running a user's
-    Triton kernel (``workload.kernel=pkg.module:fn``), whose source is not part of the
-    cache key."""
+    """A point whose output is more than its metrics row and launch rows is never
+    served from the cache: ``sim.trace`` (the trace file) and ``sim.measure_speed``
+    (the run's speed); nor one running a user's Triton kernel
+    (``workload.kernel=pkg.module:fn``), whose source is not part of the cache key."""
     workload = getattr(cfg, "workload", None)
     user_kernel = ":" in str(getattr(workload, "kernel", ""))
-    launches = type(workload) in KERNEL_COLUMNS
-    return bool(
-        cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel or launches
-    )
+    return bool(cfg.sim.trace or getattr(cfg.sim, "measure_speed", False) or user_kernel)
 
 
 def _served(
     out_dir: Path,
     job: JobId,
     columns: dict[str, Any],
-    metrics: dict[str, Any],
+    hit: Hit,
     wall_s: float,
     rows: list[dict[str, Any]] | None = None,
 ) -> str:
-    """Write the row of a point found in the cache: no simulation, so no sim_wall_s."""
+    """Write the row (and launch rows) of a point found in the cache: no simulation,
+    so no sim_wall_s."""
+    if hit.launches:
+        ident = identity(columns, sweep_id=job.sweep_id, job_num=job.job_num)
+        write_kernel_rows(ident, hit.launches, out_dir)
     timings = {"sim_wall_s": None}
+    metrics = hit.metrics
     path = _write(out_dir, job, columns, STATUS_OK, None, metrics, wall_s, timings, True, rows)
     print(simulate.RunResult(metrics).summary())
     print(f"result: {path} (from the point cache)" if path else "(from the point cache)")

@@ -42,7 +42,7 @@ def test_round_trip_is_exact_and_keeps_column_order(tmp_path):
     assert store.load("ab" * 32) is None
     metrics = {**METRICS, "nan": math.nan, "inf": math.inf, "none": None}
     assert store.store("ab" * 32, metrics)
-    back = store.load("ab" * 32)
+    back = store.load("ab" * 32).metrics
     assert list(back) == list(metrics)
     assert back["bw"] == 4096 / 62 and back["bytes_moved"] == 4096
     assert type(back["bytes_moved"]) is int and back["ok"] is True
@@ -63,7 +63,7 @@ def test_truncated_entry_is_discarded(tmp_path, caplog, cut):
         assert store.load(key) is None
     assert "discarding bad entry" in caplog.text
     assert not path.exists()  # removed, so the recomputed point is stored afresh
-    assert store.store(key, METRICS) and store.load(key) == METRICS
+    assert store.store(key, METRICS) and store.load(key).metrics == METRICS
 
 
 def test_damaged_value_fails_the_checksum(tmp_path):
@@ -205,8 +205,8 @@ def test_points_that_want_more_than_metrics_are_always_simulated():
 def _forged(store, key, metrics):
     """An entry whose checksum matches ``metrics``, whatever they hold (a list has no
     checksum of the cache's kind: any will do)."""
-    checksum = cache_mod._checksum(metrics) if isinstance(metrics, dict) else "0" * 64
-    entry = {"key": key, "checksum": checksum, "metrics": metrics}
+    checksum = cache_mod._checksum(metrics, []) if isinstance(metrics, dict) else "0" * 64
+    entry = {"key": key, "checksum": checksum, "metrics": metrics, "launches": []}
     path = store.path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(entry))

@@ -131,3 +131,39 @@ def tiny_typed():
     register_configs()
     with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
         return OmegaConf.to_object(compose(config_name="config", overrides=TINY))
+
+
+def test_a_rerun_is_served_from_the_point_cache_with_its_launch_rows(compose_cfg, tmp_path):
+    """A decoder point's output is its row and its launch rows: the cache stores both,
+    so a rerun of the same point writes the same kernels.parquet without simulating
+    (cached True, no sim_wall_s); a launch row that is not what kernels.parquet holds
+    (a negative latency, under a checksum that matches it) is discarded and the point
+    simulated again."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from kernbench.job import run_job
+    from kernbench.sweep import cache as cache_mod
+    from kernbench.sweep.cache import PointCache
+
+    cfg, store = compose_cfg(*TINY, "address=va"), PointCache(tmp_path / "cache")
+    runs = [tmp_path / name for name in ("first", "served", "forged")]
+    assert run_job(cfg, runs[0], cache=store) == "ok"
+    assert run_job(cfg, runs[1], cache=store) == "ok"
+    [entry] = sorted((tmp_path / "cache").rglob("*.json"))
+    stored = json.loads(entry.read_text())
+    stored["launches"][3]["kernel_latency_ns"] = -1.0  # with a checksum that matches it
+    stored["checksum"] = cache_mod._checksum(stored["metrics"], stored["launches"])
+    entry.write_text(json.dumps(stored))
+    assert run_job(cfg, runs[2], cache=store) == "ok"
+
+    rows = [pq.read_table(run / "result.parquet").to_pylist()[0] for run in runs]
+    launches = [pq.read_table(run / "kernels.parquet").to_pylist() for run in runs]
+    assert [r["cached"] for r in rows] == [False, True, False]
+    assert rows[1]["sim_wall_s"] is None and rows[2]["sim_wall_s"] > 0
+    assert [r["kernel"] for r in launches[1]] == STEPS
+    assert launches[0] == launches[1] == launches[2]
+    volatile = {"cached", "sim_wall_s", "wall_s"}
+    same = [{k: v for k, v in r.items() if k not in volatile} for r in rows]
+    assert same[0] == same[1] == same[2]

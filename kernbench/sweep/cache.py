@@ -16,15 +16,17 @@ rebuild) from ever being served results of the code it replaced; it also works f
 install that is not a git checkout.
 
 **Entry.** One JSON file per point, ``<root>/<key[:2]>/<key>.json``, holding the key, the
-deterministic metrics and a sha256 checksum of the metrics' canonical JSON. JSON keeps
+deterministic metrics, the point's launch rows (``kernels.parquet``'s, for a workload
+that launches several kernels; none otherwise) and a sha256 checksum of the canonical
+JSON of both. JSON keeps
 floats exactly (``repr`` round-trips) and, unlike a pickle, loading it runs no code: the
 cache may sit on a filesystem shared by a cluster. An entry is written to a temporary
 file in the same directory and renamed, so a reader sees a whole entry or none. A file
 that does not parse (or nests deeper than Python parses), names another key, fails its
 checksum (truncated, or damaged) or holds what no ok row holds (something other than
 scalars; a time, bandwidth or size that is text, NaN or infinite; and, given the
-workload's declared metric columns, :mod:`kernbench.config.columns`, a metric missing
-or unknown, text where a number is declared or the reverse, a negative time) is logged,
+workload's declared metric and launch columns, :mod:`kernbench.config.columns`, a column
+missing or unknown, text where a number is declared or the reverse, a negative time) is logged,
 removed and treated as a miss: it is recomputed, never returned. A checksum only says
 the file is whole: an entry written by hand, or by a bug, can pass it.
 
@@ -42,7 +44,8 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +58,7 @@ from kernbench.units import unit_of
 log = logging.getLogger(__name__)
 
 _PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
-FORMAT = 1  # bump when the entry layout changes; old entries then miss
+FORMAT = 2  # bump when the entry layout changes; old entries then miss
 
 
 # The package's code: its sources and the modules mypyc compiled from them (setup.py).
@@ -93,8 +96,18 @@ def point_key(columns: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(ident).encode()).hexdigest()
 
 
-def _checksum(metrics: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(dict(metrics)).encode()).hexdigest()
+def _checksum(metrics: Mapping[str, Any], launches: Sequence[Mapping[str, Any]]) -> str:
+    held = {"metrics": dict(metrics), "launches": [dict(row) for row in launches]}
+    return hashlib.sha256(canonical_json(held).encode()).hexdigest()
+
+
+@dataclass
+class Hit:
+    """What an entry gives back: the point's metrics and its launch rows (in launch
+    order, without the point's identity columns: the serving job adds its own)."""
+
+    metrics: dict[str, Any]
+    launches: list[dict[str, Any]] = field(default_factory=list)
 
 
 class PointCache:
@@ -107,12 +120,18 @@ class PointCache:
         """Where the entry for ``key`` lives (two-character fan-out keeps folders small)."""
         return self.root / key[:2] / f"{key}.json"
 
-    def load(self, key: str, declared: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-        """The metrics stored under ``key``, or None on a miss or a bad entry.
+    def load(
+        self,
+        key: str,
+        declared: Mapping[str, str] | None = None,
+        launch_columns: Mapping[str, str] | None = None,
+    ) -> Hit | None:
+        """What is stored under ``key``, or None on a miss or a bad entry.
 
         A bad entry (unparsable, another key, wrong checksum, or not what the
-        ``declared`` metric columns and their kinds say an ok row holds) is removed, so
-        the point is simulated again and stored afresh.
+        ``declared`` metric columns, and the ``launch_columns`` of each launch row, and
+        their kinds say an ok point holds) is removed, so the point is simulated again
+        and stored afresh.
         """
         path = self.path(key)
         try:
@@ -124,27 +143,45 @@ class PointCache:
             return None
         try:
             entry = json.loads(text)
-            metrics = entry["metrics"]
-            if entry["key"] != key or entry["checksum"] != _checksum(metrics):
-                raise ValueError("key or checksum does not match")
+            metrics, launches = entry["metrics"], entry["launches"]
             _check_metrics(metrics)
+            if not isinstance(launches, list):
+                raise ValueError(f"launches are a {type(launches).__name__}, not a list")
+            for row in launches:
+                _check_metrics(row)
+            if entry["key"] != key or entry["checksum"] != _checksum(metrics, launches):
+                raise ValueError("key or checksum does not match")
             if declared is not None:
                 _check_declared(metrics, declared)
+            if launch_columns is not None:
+                for row in launches:
+                    _check_declared(row, launch_columns)
+            elif launches:
+                raise ValueError(f"{len(launches)} launch rows for a point that has none")
         except (ValueError, KeyError, TypeError, RecursionError) as exc:  # JSONDecodeError
             # is a ValueError; RecursionError: JSON nested deeper than Python parses
             log.warning("point cache: discarding bad entry %s (%s); recomputing", path, exc)
             path.unlink(missing_ok=True)
             return None
-        return dict(metrics)
+        return Hit(dict(metrics), [dict(row) for row in launches])
 
-    def store(self, key: str, metrics: Mapping[str, Any]) -> bool:
-        """Write ``metrics`` under ``key`` atomically; False (and nothing written) if a
-        value is not a JSON scalar, so only what reads back identical is ever stored, or
-        if the cache cannot be written (logged: a full disk must not fail the point)."""
-        if not all(_storable(v) for v in metrics.values()):
+    def store(
+        self, key: str, metrics: Mapping[str, Any], launches: Sequence[Mapping[str, Any]] = ()
+    ) -> bool:
+        """Write ``metrics`` and ``launches`` under ``key`` atomically; False (and
+        nothing written) if a value is not a JSON scalar, so only what reads back
+        identical is ever stored, or if the cache cannot be written (logged: a full disk
+        must not fail the point)."""
+        values = [*metrics.values(), *(v for row in launches for v in row.values())]
+        if not all(_storable(v) for v in values):
             log.warning("point cache: metrics of %s are not plain scalars; not cached", key)
             return False
-        entry = {"key": key, "checksum": _checksum(metrics), "metrics": dict(metrics)}
+        entry = {
+            "key": key,
+            "checksum": _checksum(metrics, launches),
+            "metrics": dict(metrics),
+            "launches": [dict(row) for row in launches],
+        }
         try:
             _write_atomic(self.path(key), entry)
         except OSError as exc:
