@@ -24,8 +24,10 @@ from kernbench.config.store import conf_dir, register_configs
 
 # CI runs the property and fuzz tests on a fixed set of examples (HYPOTHESIS_PROFILE=ci,
 # set by .ci/run), so a landing never depends on the draw; a developer's run draws new
-# ones each time, which is how the fuzz finds what the fixed set does not.
-settings.register_profile("ci", derandomize=True, print_blob=True)
+# ones each time, which is how the fuzz finds what the fixed set does not. CI has no
+# per-example deadline: on a loaded machine an example of 255 ms against the default
+# 200 ms failed a property that held (speed is the benchmarks' to measure).
+settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

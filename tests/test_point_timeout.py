@@ -154,3 +154,35 @@ def test_chunk_size_auto_is_the_automatic_size(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert [r["status"] for r in rows] == ["ok", "ok"]
+
+
+def test_a_limit_that_falls_during_an_import_waits_for_it(tmp_path):
+    # The user's kernel module imports a helper that registers itself in a registry
+    # (as torch registers its operators) and takes 2 s to import. The 1 s limit falls
+    # during that import: point 0 is stopped once the import is done, and point 1 finds
+    # the module imported. Raised inside the import, it left the helper half-imported
+    # and registered: point 1 imported it again and failed ("duplicate registration").
+    (tmp_path / "registry.py").write_text("names = set()\n")
+    (tmp_path / "slow_helper.py").write_text(
+        "import time\n"
+        "import registry\n"
+        "if __name__ in registry.names:\n"
+        "    raise RuntimeError('duplicate registration of ' + __name__)\n"
+        "registry.names.add(__name__)\n"
+        "time.sleep(2)\n"
+    )
+    (tmp_path / "slow.py").write_text("import slow_helper\n" + USER_MODULE)
+    proc, rows = sweep(
+        tmp_path,
+        "topology=small",
+        "workload=triton",
+        "workload.kernel=slow:scale",
+        "workload.size=1000,2000",
+        "workload.block_size=256",
+        "hydra.sweeper.point_timeout_s=1",
+    )
+    assert proc.returncode == 1
+    assert [(r["job_num"], r["status"], r["error"]) for r in rows] == [
+        (0, "error", LIMIT.format(1)),
+        (1, "ok", None),
+    ]

@@ -302,15 +302,22 @@ def deadline(seconds: float | None) -> Iterator[None]:
     the simulator, a Triton kernel in its interpreter, a loop that never ends. A C call
     that does not return (a single huge allocation) delays it until it does. Workers
     run their points in their main thread, as signals require; elsewhere there is no
-    limit."""
+    limit. A limit that falls during an import waits for it to finish (checked again
+    every :data:`IMPORT_GRACE_S`): a module left half-imported (torch's operator
+    registrations, the first Triton point's) fails every later point of the worker
+    that imports it again ("duplicate registrations"), not only the stopped one."""
     if seconds is None or threading.current_thread() is not threading.main_thread():
         yield
         return
     armed = True
 
     def expire(signum: int, frame: Any) -> None:
-        if armed:
-            raise PointTimeout(seconds)
+        if not armed:
+            return
+        if importing(frame):
+            signal.setitimer(signal.ITIMER_REAL, IMPORT_GRACE_S)
+            return
+        raise PointTimeout(seconds)
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -320,6 +327,19 @@ def deadline(seconds: float | None) -> Iterator[None]:
         armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+IMPORT_GRACE_S = 0.05
+
+
+def importing(frame: Any) -> bool:
+    """Whether ``frame`` or a caller of it is importing a module (a frame of
+    importlib's bootstrap, which runs every ``import``)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _wants_trace(cfg: Any) -> bool:
