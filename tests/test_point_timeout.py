@@ -64,20 +64,22 @@ def test_a_point_past_the_limit_is_an_error_row_and_the_next_points_run(tmp_path
     ]
 
 
+SPIN = USER_MODULE.replace(
+    "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)",
+    "    x = tl.load(x_ptr + offs, mask=mask)\n"
+    "    i = 0\n"
+    "    while i >= 0:\n"
+    "        x = x * factor\n"
+    "        i += 1\n"
+    "    tl.store(out_ptr + offs, x, mask=mask)",
+)
+assert SPIN != USER_MODULE
+
+
 def test_a_triton_kernel_that_never_ends_is_stopped(tmp_path):
     # The user's kernel loops forever in Triton's interpreter (a while loop whose
     # condition never turns false): the limit interrupts it between two bytecodes.
-    spin = USER_MODULE.replace(
-        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * factor, mask=mask)",
-        "    x = tl.load(x_ptr + offs, mask=mask)\n"
-        "    i = 0\n"
-        "    while i >= 0:\n"
-        "        x = x * factor\n"
-        "        i += 1\n"
-        "    tl.store(out_ptr + offs, x, mask=mask)",
-    )
-    assert spin != USER_MODULE
-    (tmp_path / "spin.py").write_text(spin)
+    (tmp_path / "spin.py").write_text(SPIN)
     proc, rows = sweep(
         tmp_path,
         "topology=small",
@@ -157,11 +159,12 @@ def test_chunk_size_auto_is_the_automatic_size(tmp_path):
 
 
 def test_a_limit_that_falls_during_an_import_waits_for_it(tmp_path):
-    # The user's kernel module imports a helper that registers itself in a registry
-    # (as torch registers its operators) and takes 2 s to import. The 1 s limit falls
-    # during that import: point 0 is stopped once the import is done, and point 1 finds
-    # the module imported. Raised inside the import, it left the helper half-imported
-    # and registered: point 1 imported it again and failed ("duplicate registration").
+    # The user's kernel case imports a helper that registers itself in a registry
+    # (as torch registers its operators) and takes 2 s to import, then its kernel never
+    # ends. The 1 s limit falls during that import: point 0 is stopped once the import
+    # is done, in the kernel; point 1 finds the helper imported and is stopped in the
+    # kernel too. Raised inside the import, the limit left the helper half-imported and
+    # registered: point 1 imported it again and failed ("duplicate registration").
     (tmp_path / "registry.py").write_text("names = set()\n")
     (tmp_path / "slow_helper.py").write_text(
         "import time\n"
@@ -171,7 +174,10 @@ def test_a_limit_that_falls_during_an_import_waits_for_it(tmp_path):
         "registry.names.add(__name__)\n"
         "time.sleep(2)\n"
     )
-    (tmp_path / "slow.py").write_text("import slow_helper\n" + USER_MODULE)
+    case = "def scale_case(acc, w):\n"
+    slow = SPIN.replace(case, case + "    import slow_helper  # in the point, whenever\n")
+    assert slow != SPIN  # the module itself is imported ahead (to validate the key)
+    (tmp_path / "slow.py").write_text(slow)
     proc, rows = sweep(
         tmp_path,
         "topology=small",
@@ -184,5 +190,5 @@ def test_a_limit_that_falls_during_an_import_waits_for_it(tmp_path):
     assert proc.returncode == 1
     assert [(r["job_num"], r["status"], r["error"]) for r in rows] == [
         (0, "error", LIMIT.format(1)),
-        (1, "ok", None),
+        (1, "error", LIMIT.format(1)),
     ]
