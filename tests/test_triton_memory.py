@@ -212,6 +212,39 @@ def test_a_block_over_two_shards_is_the_element_wise_runs_and_pas(swapped):
     assert by_element.tolist() == pas.tolist()
 
 
+def test_warm_blocks_at_unaligned_shard_starts_are_the_element_wise_pas():
+    """LA, 1:1, 5000 fp32 over 4 PEs: shards of 5000 B, each right after the last in
+    the LA space, so shards 1-3 start 136, 16 and 152 B into a 256 B translation chunk
+    (min(4 KiB page, 256 B interleave)). ``vector_add`` launched twice (x + x: its
+    second load of each block, and the whole second launch, take the warm path) gives
+    x + x each time, and every PE's pieces of each program's block, and of blocks that
+    start off a chunk in the tensor too, are the element-wise PAs in tensor order: a
+    piece from an unaligned start ends at its chunk's end, where the next chunk may
+    map anywhere."""
+    from kernbench.triton.runs import contiguous_runs
+
+    acc = Accelerator(["topology=small", "address=la", "channel_mapping=one_to_one"])
+    xs = torch.randn(5000)
+    x = acc.tensor(xs)
+    out = acc.empty_like(x)
+    chunk = acc.translator.chunk
+    assert chunk == 256
+    assert [v.ptr % chunk for v in x.views[0]] == [0, 5000 % 256, 10000 % 256, 15000 % 256]
+    for _ in range(2):  # cold, then warm
+        acc.run(kernels.vector_add, (5,), x, x, out, 5000, BLOCK_SIZE=1024)
+        assert int((acc.to_torch(out) != xs + xs).sum()) == 0  # elements wrong
+    tr = acc.translator
+    blocks = [(o, 4096) for o in range(0, 16384, 4096)] + [(16384, 3616), (4100, 8000)]
+    for pe in (v.pe for v in x.views[0]):
+        for offset, nbytes in blocks:
+            dev = tr.device_addrs(x.views, pe, np.arange(offset, offset + nbytes, 4))
+            pas = tr.pas(pe, dev)  # resolves the chunks, as a first launch does
+            runs, pieces = tr.run_pieces(x.views, pe, offset, nbytes)
+            assert runs == contiguous_runs(dev, 4)
+            by_element = np.concatenate([np.arange(pa, pa + n, 4) for pa, n in pieces])
+            assert by_element.tolist() == pas.tolist(), (pe, offset)
+
+
 def test_a_pointer_past_its_tensor_is_a_fault():
     acc = Accelerator(["topology=small", "address=va"], pes=1)
     x = acc.tensor(torch.randn(1000), ONE_PE)
