@@ -303,26 +303,32 @@ def test_shards_padded_to_whole_elements_round_trip():
 
 
 @pytest.mark.parametrize("model", ["pa", "va"])  # PA: our copy choice; VA: the MMU's
-def test_replicated_inputs_are_read_from_the_own_cube(model):
+def test_replicated_inputs_are_read_from_the_own_sip_and_cube(model):
+    """2 SIPs x 2 cubes x 2 PEs: a replicated input has a copy in each of the 4 cubes,
+    and each of the 8 programs reads its x and y blocks from the copy in its own SIP
+    *and* cube (cube numbers repeat across SIPs: by cube alone, half of the reads went
+    to the other SIP's copy, with the right values, only slower)."""
     seen = []  # (executing PE, device address, owner PE of each request)
 
     def trace(pe, stage, issue, request, begin, done) -> None:  # every physical request
         seen.append((pe, stage.addr, acc.system.physical.owner(request[1])))
 
-    cfg = compose_config(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
+    cfg = compose_config(["topology=small", "topology.n_sips=2", f"address={model}"])
     acc = Accelerator(system=System(cfg, trace=trace))
     acc.policy = DPPolicy("replicate")
     xs, ys = torch.randn(4096), torch.randn(4096)
     x, y = acc.tensor(xs), acc.tensor(ys)
+    assert len(x.views) == 4  # one copy per cube
     out = acc.empty_like(x)  # an output is split, not replicated
     assert out.runtime.policy == DPPolicy("column_wise", "all")
-    acc.run(kernels.vector_add, (4,), x, y, out, 4096, BLOCK_SIZE=1024)
+    acc.run(kernels.vector_add, (8,), x, y, out, 4096, BLOCK_SIZE=512)
     assert torch.equal(acc.to_torch(out), xs + ys)
     stores = [(v.ptr, v.nbytes) for v in out.views[0]]  # every other access reads x or y
     reads = [(pe, o) for pe, a, o in seen if not any(b <= a < b + n for b, n in stores)]
-    assert len(reads) == 4 * 2  # each program reads its x and y block (n:1: 1 request)
-    assert {pe.cube for pe, _ in reads} == {0, 1}  # both cubes' PEs ran programs
-    assert all(o.cube == pe.cube for pe, o in reads)  # each from its own cube's copy
+    assert len(reads) == 8 * 2  # each program reads its x and y block (n:1: 1 request)
+    assert {(pe.sip, pe.cube) for pe, _ in reads} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    away = sum((o.sip, o.cube) != (pe.sip, pe.cube) for pe, o in reads)
+    assert away == 0  # reads from another SIP's or cube's copy
 
 
 @triton.jit
