@@ -72,11 +72,13 @@ def pure_requested() -> bool:
     return value == "1"
 
 
-def stale_sources() -> list[str]:
+def stale_sources(package: str | None = None) -> list[str]:
     """The compiled modules' sources (paths such as ``kernbench/sim/fabric.py``) that
     differ from what setup.py compiled, by content; none without a compiled build. A
-    record that cannot be read vouches for nothing: then it is the one named."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    record that cannot be read vouches for nothing: then it is the one named.
+    ``package``: the package directory to look in (this one unless given)."""
+    if package is None:
+        package = os.path.dirname(os.path.abspath(__file__))
     try:
         with open(os.path.join(package, MANIFEST)) as f:
             built = json.load(f)
@@ -99,6 +101,17 @@ def stale_sources() -> list[str]:
     return stale
 
 
+def stale_notice(stale: Sequence[str]) -> str:
+    """The line a process prints on stderr as it starts when ``stale`` (what
+    :func:`stale_sources` found) is not empty: the first path and how many more."""
+    others = len(stale) - 1
+    more = f" and {others} more compiled module{'s' * (others > 1)}" if others else ""
+    return (
+        f"kernbench: {stale[0]}{more} changed after the compiled build; running the"
+        f" .py sources ({PURE_ENV}=1) until it is rebuilt (pip install -e .)"
+    )
+
+
 def _install_source_finder() -> None:
     try:
         wanted = pure_requested()
@@ -107,13 +120,7 @@ def _install_source_finder() -> None:
     if not wanted:
         stale = stale_sources()
         if stale:
-            others = len(stale) - 1
-            more = f" and {others} more compiled module{'s' * (others > 1)}" if others else ""
-            print(
-                f"kernbench: {stale[0]}{more} changed after the compiled build; running the"
-                f" .py sources ({PURE_ENV}=1) until it is rebuilt (pip install -e .)",
-                file=sys.stderr,
-            )
+            print(stale_notice(stale), file=sys.stderr)
             # The processes this one starts (a sweep's workers) run the same modules,
             # and say nothing.
             os.environ[PURE_ENV] = "1"

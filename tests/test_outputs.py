@@ -10,6 +10,7 @@ child only.
 
 from __future__ import annotations
 
+import os
 import resource
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kernbench.results import rows_to_table, write_table_atomic
-from kernbench.sweep import MERGED_FILE
+from kernbench.sweep import MERGED_FILE, outputs
 from tests.test_launchers import run_cli
 
 SMALL = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.access_bytes=4096")
@@ -167,3 +168,26 @@ def test_a_grid_is_counted_without_enumerating_it(lines, count):
 
     overrides = OverridesParser.create().parse_overrides(lines)
     assert count_points(overrides, 1_000_000) == count
+
+
+def test_a_write_error_names_its_own_file_else_the_callers_path(tmp_path, capsys):
+    """``outputs.reported(where)``: an error the system raised naming a file (opening
+    ``points.log`` under a path whose parent is a file) is reported with that file;
+    ``where`` is named only for an error that names none (``os.write`` to
+    ``/dev/full``: no space left, and no file name in the error)."""
+    (tmp_path / "blocker").write_text("a file where a directory should be")
+    log = tmp_path / "blocker" / "points.log"
+    with pytest.raises(SystemExit) as stopped, outputs.reported(tmp_path / "sweep"):
+        log.open("w")
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err == f"kernbench: error: cannot write {log}: Not a directory\n"
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(SystemExit) as stopped, outputs.reported(tmp_path / "points.log"):
+            os.write(fd, b"a row")
+    finally:
+        os.close(fd)
+    assert stopped.value.code == 1
+    assert capsys.readouterr().err == (
+        f"kernbench: error: cannot write {tmp_path / 'points.log'}: No space left on device\n"
+    )

@@ -58,6 +58,20 @@ def test_staging_buffers_are_reused_only_after_their_tile_is_computed():
     assert end == read + 4 * gemm
 
 
+def dma_issues(kernel) -> tuple[list[tuple[str, float]], float]:
+    """``kernel`` run on PE 0 with a pointer into a 1 MiB tensor: each DMA stage's
+    direction and issue time, in order, and the kernel's end."""
+    issued: list[tuple[str, float]] = []
+    system = System(
+        make_cfg(),
+        trace=lambda pe, st, issue, req, begin, done: issued.append((st.direction, issue)),
+    )
+    ctx = RuntimeContext(system)
+    t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
+    end = ctx.launch(kernel, [system.graph.pes[0]], t.shard_ptr(0))[0]
+    return issued, end
+
+
 def load_then_strided_store_then_load(ptr):
     t = tl.load(ptr, (8192,), 2)  # 16 KiB from HBM into t
     # 4 rows of 4 KiB from t, 8 KiB apart: read t, so wait for the load (RAW)
@@ -71,12 +85,29 @@ def test_a_strided_descriptor_waits_on_its_tile_and_holds_it_for_every_row():
     they share the PE's 256 GB/s path, so they drain one after another, 16 ns each, and
     the last write ends at 116 + 6 + 4 x 16 + 40 = 226 ns, when the second load may
     issue."""
-    issued: list[tuple[str, float]] = []
-    system = System(
-        make_cfg(),
-        trace=lambda pe, st, issue, req, begin, done: issued.append((st.direction, issue)),
-    )
-    ctx = RuntimeContext(system)
-    t = ctx.deploy(1 << 20, DPPolicy("column_wise", "all"))
-    ctx.launch(load_then_strided_store_then_load, [system.graph.pes[0]], t.shard_ptr(0))
+    issued, _ = dma_issues(load_then_strided_store_then_load)
     assert issued == [("read", 0)] + [("write", 116)] * 4 + [("read", 226)]
+
+
+def load_exp_store_load(ptr):
+    t = tl.load(ptr, (8192,), 2)  # 16 KiB from HBM into t
+    tl.exp(t, out=tl.zeros((8192,), 2))  # reads t on the MATH engine (RAW on the load)
+    tl.store(ptr + (1 << 16), t)  # a DMA that reads t too: t now has two readers
+    tl.load(ptr, (8192,), 2, out=t)  # overwrites t: waits for both readers (WAR)
+
+
+def test_a_load_into_a_tile_waits_for_every_reader_not_only_the_last():
+    """A store (a DMA reading t) joins the exp still reading t; it does not replace it.
+    The load ends at 116 ns (a round trip, as above). The exp reads t from then for
+    8192 / 64 = 128 ns, to 244; the store, gated only by the load (two readers do not
+    wait on each other), issues at 116 and ends at 116 + 6 + 64 + 40 = 226. The second
+    load overwrites t, so it waits for both: it issues at 244, when the exp ends, and
+    ends 116 ns later. Were the exp forgotten it would issue at 226 (end 342)."""
+    issued, end = dma_issues(load_exp_store_load)
+    load = 6 + 40 + 6 + 16384 / 256  # 116 ns
+    exp_ns = 8192 / MATH_ELEMS_PER_NS  # 128 ns
+    store = 6 + 16384 / 256 + 40  # 110 ns
+    assert issued == [("read", 0), ("write", load), ("read", load + exp_ns)]
+    assert issued == [("read", 0), ("write", 116), ("read", 244)]
+    assert load + store == 226 < load + exp_ns  # the store alone would release it at 226
+    assert end == load + exp_ns + load == 360

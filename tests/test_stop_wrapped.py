@@ -105,3 +105,43 @@ def test_a_wait_that_takes_only_keyboardinterrupt_stops_the_sweep(tmp_path):
     proc = run_python(RAY_LIKE_WAIT, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "stopped by SIGINT with 0 points done\n", proc.stderr[-3000:]
+
+
+# A launcher that hands back point 0's row, while its jobs mark points 0 and 1 done
+# (point 0's mark written before its row came back, as a job marks each point as it
+# ends), then is interrupted: run_plan reads the marks of the points it has not
+# gathered, so point 1 comes from its mark, point 0 only from the launcher, and
+# point 2 (never finished) from neither. The table holds each job number once.
+STOPPED_WITH_MARKS = """
+import signal, sys
+from pathlib import Path
+import pyarrow.parquet as pq
+from kernbench.sweep import remote, stop
+from kernbench.sweep.plan import Plan, Point
+from kernbench.sweep.points import PointResult
+from kernbench.sweep.run import run_plan
+
+sweep = Path(sys.argv[1])
+
+def result(num):
+    return PointResult(num, "ok", log=f"point {num}\\n", rows=[{"job_num": num, "status": "ok"}])
+
+def run(chunks, gather):
+    for num in (0, 1):
+        remote.mark_finished(sweep, result(num))
+    gather(result(0))
+    signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # the stop, inside the wait
+
+plan = Plan([Point(n, [f"workload.seed={n}"], 0) for n in range(3)], [])
+with stop.handled() as request:
+    gather = run_plan(plan, [], sweep, run, request, polled=False)
+gather.merge()
+print(pq.read_table(sweep / "results.parquet").column("job_num").to_pylist())
+print((sweep / "points.log").read_text().count("point 0"), sorted(gather.results))
+"""
+
+
+def test_a_stopped_sweep_gathers_each_point_once(tmp_path):
+    proc = run_python(STOPPED_WITH_MARKS, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == "[0, 1]\n1 [0, 1]\n"

@@ -349,3 +349,42 @@ def test_a_process_whose_pool_was_killed_mid_result_exits(tmp_path):
     proc = run_python(KILLED_MID_RESULT, str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "killed\n"
+
+
+# A worker lost with its chunks at the moment the sweep stops. The first chunk kills
+# the one worker that takes it (unpickled there, it ends the process at once, as a
+# segfault or the OOM killer would), so both chunks in flight (two per worker) are
+# lost; the stop comes as the pool asks for the next chunk. Lost chunks are abandoned
+# once stopping, not rerun point by point in fresh one-worker pools: one round, one
+# worker forked, not one more per point (four). The pool's parent counts its forks.
+LOST_AT_THE_STOP = """
+import os, signal, sys
+from kernbench.sweep import stop
+from kernbench.sweep.plan import Point
+from kernbench.sweep.points import Chunk
+from kernbench.sweep.pool import LocalPool
+
+class KillsItsWorker:
+    def __reduce__(self):
+        return os._exit, (3,)
+
+forks = []
+os.register_at_fork(before=lambda: forks.append(os.getpid()))
+request = stop.StopRequest()
+
+def chunks():
+    yield Chunk(KillsItsWorker(), [Point(0, [], 0), Point(1, [], 0)], sys.argv[1])
+    yield Chunk(None, [Point(2, [], 0)], sys.argv[1])
+    request.handle(signal.SIGINT, None)  # asked for more: both chunks are lost by now
+
+results = []
+with request.polled():
+    LocalPool(1, None, None, request=request).run(chunks(), results.append)
+print(len(forks), "forked,", len(results), "results")
+"""
+
+
+def test_chunks_lost_to_a_dead_worker_as_the_sweep_stops_are_not_rerun(tmp_path):
+    proc = run_python(LOST_AT_THE_STOP, str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == "1 forked, 0 results\n"

@@ -212,6 +212,39 @@ def test_a_block_over_two_shards_is_the_element_wise_runs_and_pas(swapped):
     assert by_element.tolist() == pas.tolist()
 
 
+def test_warm_blocks_at_unaligned_shard_starts_are_the_element_wise_pas():
+    """LA, 1:1, 5000 fp32 over 4 PEs: shards of 5000 B, each right after the last in
+    the LA space, so shards 1-3 start 136, 16 and 152 B into a 256 B translation chunk
+    (min(4 KiB page, 256 B interleave)). ``vector_add`` launched twice (x + x: its
+    second load of each block, and the whole second launch, take the warm path) gives
+    x + x each time, and every PE's pieces of each program's block, and of blocks that
+    start off a chunk in the tensor too, are the element-wise PAs in tensor order: a
+    piece from an unaligned start ends at its chunk's end, where the next chunk may
+    map anywhere."""
+    from kernbench.triton.runs import contiguous_runs
+
+    acc = Accelerator(["topology=small", "address=la", "channel_mapping=one_to_one"])
+    xs = torch.randn(5000)
+    x = acc.tensor(xs)
+    out = acc.empty_like(x)
+    chunk = acc.translator.chunk
+    assert chunk == 256
+    assert [v.ptr % chunk for v in x.views[0]] == [0, 5000 % 256, 10000 % 256, 15000 % 256]
+    for _ in range(2):  # cold, then warm
+        acc.run(kernels.vector_add, (5,), x, x, out, 5000, BLOCK_SIZE=1024)
+        assert int((acc.to_torch(out) != xs + xs).sum()) == 0  # elements wrong
+    tr = acc.translator
+    blocks = [(o, 4096) for o in range(0, 16384, 4096)] + [(16384, 3616), (4100, 8000)]
+    for pe in (v.pe for v in x.views[0]):
+        for offset, nbytes in blocks:
+            dev = tr.device_addrs(x.views, pe, np.arange(offset, offset + nbytes, 4))
+            pas = tr.pas(pe, dev)  # resolves the chunks, as a first launch does
+            runs, pieces = tr.run_pieces(x.views, pe, offset, nbytes)
+            assert runs == contiguous_runs(dev, 4)
+            by_element = np.concatenate([np.arange(pa, pa + n, 4) for pa, n in pieces])
+            assert by_element.tolist() == pas.tolist(), (pe, offset)
+
+
 def test_a_pointer_past_its_tensor_is_a_fault():
     acc = Accelerator(["topology=small", "address=va"], pes=1)
     x = acc.tensor(torch.randn(1000), ONE_PE)
@@ -270,26 +303,32 @@ def test_shards_padded_to_whole_elements_round_trip():
 
 
 @pytest.mark.parametrize("model", ["pa", "va"])  # PA: our copy choice; VA: the MMU's
-def test_replicated_inputs_are_read_from_the_own_cube(model):
+def test_replicated_inputs_are_read_from_the_own_sip_and_cube(model):
+    """2 SIPs x 2 cubes x 2 PEs: a replicated input has a copy in each of the 4 cubes,
+    and each of the 8 programs reads its x and y blocks from the copy in its own SIP
+    *and* cube (cube numbers repeat across SIPs: by cube alone, half of the reads went
+    to the other SIP's copy, with the right values, only slower)."""
     seen = []  # (executing PE, device address, owner PE of each request)
 
     def trace(pe, stage, issue, request, begin, done) -> None:  # every physical request
         seen.append((pe, stage.addr, acc.system.physical.owner(request[1])))
 
-    cfg = compose_config(["topology=small", f"address={model}"])  # 2 cubes x 2 PEs
+    cfg = compose_config(["topology=small", "topology.n_sips=2", f"address={model}"])
     acc = Accelerator(system=System(cfg, trace=trace))
     acc.policy = DPPolicy("replicate")
     xs, ys = torch.randn(4096), torch.randn(4096)
     x, y = acc.tensor(xs), acc.tensor(ys)
+    assert len(x.views) == 4  # one copy per cube
     out = acc.empty_like(x)  # an output is split, not replicated
     assert out.runtime.policy == DPPolicy("column_wise", "all")
-    acc.run(kernels.vector_add, (4,), x, y, out, 4096, BLOCK_SIZE=1024)
+    acc.run(kernels.vector_add, (8,), x, y, out, 4096, BLOCK_SIZE=512)
     assert torch.equal(acc.to_torch(out), xs + ys)
     stores = [(v.ptr, v.nbytes) for v in out.views[0]]  # every other access reads x or y
     reads = [(pe, o) for pe, a, o in seen if not any(b <= a < b + n for b, n in stores)]
-    assert len(reads) == 4 * 2  # each program reads its x and y block (n:1: 1 request)
-    assert {pe.cube for pe, _ in reads} == {0, 1}  # both cubes' PEs ran programs
-    assert all(o.cube == pe.cube for pe, o in reads)  # each from its own cube's copy
+    assert len(reads) == 8 * 2  # each program reads its x and y block (n:1: 1 request)
+    assert {(pe.sip, pe.cube) for pe, _ in reads} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    away = sum((o.sip, o.cube) != (pe.sip, pe.cube) for pe, o in reads)
+    assert away == 0  # reads from another SIP's or cube's copy
 
 
 @triton.jit

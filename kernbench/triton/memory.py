@@ -277,7 +277,8 @@ def _extend(spans: list[tuple[int, int]], start: int, nbytes: int) -> None:
 
 
 def _copy_for(views: list[list[ShardView]], pe: PeId) -> list[ShardView]:
-    """The copy in ``pe``'s cube if there is one (replicate), else the first."""
+    """The copy in ``pe``'s own cube if there is one (replicate), else the first. A
+    cube is its SIP and cube number: cube numbers repeat in every SIP."""
     for copy in views:
         if any((v.pe.sip, v.pe.cube) == (pe.sip, pe.cube) for v in copy):
             return copy
