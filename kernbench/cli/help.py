@@ -10,9 +10,7 @@ written by hand twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli.keys import Key, default_of, schema_keys
@@ -23,7 +21,13 @@ from kernbench.cli.precheck import (
     workloads_with,
 )
 from kernbench.config.flatten import flatten
-from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
+from kernbench.config.store import (
+    EXPERIMENT_GROUP,
+    WORKLOAD_SCHEMAS,
+    AppConfig,
+    conf_dir,
+    package_of,
+)
 from kernbench.config.validate import DERIVED
 
 USAGE = """\
@@ -68,22 +72,60 @@ def groups_text(searched: dict[str, list[str]] | None = None) -> list[str]:
 
 def composed_defaults() -> dict[str, str]:
     """Every key's value as ``kernbench`` composes it with no overrides, and each
-    workload's keys as that workload option gives them. Hydra composes the config
-    once; a workload option is its schema with its YAML file merged over it, which is
-    what its ``defaults: [base_<name>, _self_]`` composes to (a Hydra composition per
-    option made ``--help`` take seconds)."""
+    workload's keys as that workload option gives them.
+
+    Composed here from ``conf/`` as Hydra's defaults lists say (each option's file at
+    its ``# @package``, its own defaults list first, then ``_self_``), not by Hydra's
+    ``compose``: that scans every installed Hydra plugin first, and kernbench's own
+    import the simulator, pyarrow and pandas, which made ``--help`` take over a second
+    (tests/test_cli.py holds this composition equal to Hydra's)."""
     values: dict[str, str] = {}
     for option in reversed(group_options()["workload"]):
-        schema = WORKLOAD_SCHEMAS.get(schema_of_option(option) or "")
-        if schema is None:
-            continue
-        own = OmegaConf.load(Path(conf_dir()) / "workload" / f"{option}.yaml")
-        own.pop("defaults", None)
-        merged = OmegaConf.merge(OmegaConf.structured(schema), own)
-        values |= {f"workload.{k}": v for k, v in _flat(merged).items()}
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
-        values |= _flat(compose(config_name="config"))
-    return values
+        if schema_of_option(option) is not None:
+            merged = _option_node("workload", option)
+            values |= {f"workload.{k}": v for k, v in _flat(merged).items()}
+    return values | _flat(primary_config())
+
+
+def primary_config() -> DictConfig:
+    """``conf/config.yaml`` composed with its default options, without ``hydra``:
+    the schema, each group's default option at its package, then the file itself."""
+    own = OmegaConf.load(conf_dir() / "config.yaml")
+    cfg = OmegaConf.structured(AppConfig)
+    for group, option in group_defaults().items():
+        if option != "None" and not group.startswith(("override ", "hydra/")):
+            package = package_of(conf_dir() / group / f"{option}.yaml") or group
+            node = _option_node(group, option)
+            cfg = OmegaConf.merge(cfg, node if package == "_global_" else _at(package, node))
+    own.pop("defaults", None)
+    own.pop("hydra", None)
+    return OmegaConf.merge(cfg, own)
+
+
+def _option_node(group: str, option: str) -> DictConfig:
+    """A group option's values: its defaults list (options of the same group, or a
+    schema node such as ``base_stream``) merged in order, its own values at ``_self_``."""
+    own = OmegaConf.load(conf_dir() / group / f"{option}.yaml")
+    listed = own.pop("defaults", None) or ["_self_"]
+    node = OmegaConf.create({})
+    for entry in listed:
+        name = str(entry)
+        if name == "_self_":
+            part = own
+        elif name in WORKLOAD_SCHEMAS:
+            part = OmegaConf.structured(WORKLOAD_SCHEMAS[name])
+        else:
+            part = _option_node(group, name)
+        node = OmegaConf.merge(node, part)
+    return node
+
+
+def _at(package: str, node: DictConfig) -> DictConfig:
+    """``node`` placed under the dotted ``package`` (``topology.cube.memory_map``)."""
+    nested: object = node
+    for part in reversed(package.split(".")):
+        nested = {part: nested}
+    return OmegaConf.create(nested)
 
 
 def _flat(cfg: DictConfig) -> dict[str, str]:

@@ -90,12 +90,13 @@ def schema_keys() -> dict[str, Key]:
     return {k.name: k for k in keys}
 
 
-def workload_keys(schema_name: str) -> set[str]:
+@cache
+def workload_keys(schema_name: str) -> frozenset[str]:
     """The ``workload.*`` keys of one workload schema (``base_stream``); none for an
-    unknown name."""
+    unknown name. Cached: ``--help`` asks for every key's workloads (525 calls)."""
     if schema_name not in WORKLOAD_SCHEMAS:
-        return set()
-    return {k.name for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload.")}
+        return frozenset()
+    return frozenset(k.name for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload."))
 
 
 def type_name(hint: Any) -> str:
