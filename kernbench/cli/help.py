@@ -9,6 +9,7 @@ written by hand twice.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from omegaconf import DictConfig, OmegaConf
@@ -134,14 +135,27 @@ def _flat(cfg: DictConfig) -> dict[str, str]:
 
 
 def key_table(defaults: dict[str, str] | None = None) -> list[str]:
-    """One aligned line per key: name, type, unit, default, limit."""
+    """One aligned line per key: name, type, unit, default, limit; under it, indented
+    further, what the key means (from the schema)."""
     defaults = composed_defaults() if defaults is None else defaults
     keys = list(schema_keys().values())
     rows = [("key", "type", "unit", "default", "limit")]
     rows += [(k.name, k.type, k.unit or "-", _default(k, defaults), _limit(k)) for k in keys]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    padded = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows)
-    return [f"  {line}  {r[4]}".rstrip() for line, r in zip(padded, rows, strict=True)]
+    padded = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows]
+    lines = [f"  {padded[0]}  {rows[0][4]}".rstrip()]
+    for line, row, key in zip(padded[1:], rows[1:], keys, strict=True):
+        lines.append(f"  {line}  {row[4]}".rstrip())
+        lines += [f"{MEANING_INDENT}{part}" for part in textwrap.wrap(key.meaning, 88)]
+    return lines
+
+
+MEANING_INDENT = " " * 6  # a key's meaning, under its line (key lines are indented 2)
+
+
+def key_lines(table: list[str]) -> list[str]:
+    """The key lines of :func:`key_table` (its header first), without the meanings."""
+    return [line for line in table if not line.startswith(MEANING_INDENT)]
 
 
 def _limit(key: Key) -> str:
@@ -161,5 +175,8 @@ def _default(key: Key, defaults: dict[str, str]) -> str:
 def help_text(overrides: Sequence[str] = ()) -> str:
     """The whole ``--help`` page; with the command line's ``overrides``, a
     ``hydra.searchpath`` there adds its presets and group options."""
-    keys = ["keys (set with key=value; units are in the names):", *key_table()]
+    keys = [
+        "keys (set with key=value; units are in the names; each key's meaning under it):",
+        *key_table(),
+    ]
     return "\n".join([USAGE, *groups_text(searched_options(overrides)), "", *keys])
