@@ -82,10 +82,16 @@ def composed_defaults() -> dict[str, str]:
     (tests/test_cli.py holds this composition equal to Hydra's)."""
     values: dict[str, str] = {}
     for option in reversed(group_options()["workload"]):
-        if schema_of_option(option) is not None:
-            merged = _option_node("workload", option)
-            values |= {f"workload.{k}": v for k, v in _flat(merged).items()}
+        values |= workload_defaults(option)
     return values | _flat(primary_config())
+
+
+def workload_defaults(option: str) -> dict[str, str]:
+    """The ``workload.*`` keys' values as workload ``option`` gives them ({} for an
+    option that is not a workload schema's)."""
+    if schema_of_option(option) is None:
+        return {}
+    return {f"workload.{k}": v for k, v in _flat(_option_node("workload", option)).items()}
 
 
 def primary_config() -> DictConfig:
@@ -137,10 +143,10 @@ def _flat(cfg: DictConfig) -> dict[str, str]:
 def key_table(defaults: dict[str, str] | None = None) -> list[str]:
     """One aligned line per key: name, type, unit, default, limit; under it, indented
     further, what the key means (from the schema)."""
-    defaults = composed_defaults() if defaults is None else defaults
-    keys = list(schema_keys().values())
+    found = key_rows(defaults)
+    keys = [key for key, _, _ in found]
     rows = [("key", "type", "unit", "default", "limit")]
-    rows += [(k.name, k.type, k.unit or "-", _default(k, defaults), _limit(k)) for k in keys]
+    rows += [(k.name, k.type, k.unit or "-", d, limit) for k, d, limit in found]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     padded = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows]
     lines = [f"  {padded[0]}  {rows[0][4]}".rstrip()]
@@ -158,6 +164,16 @@ def key_lines(table: list[str]) -> list[str]:
     return [line for line in table if not line.startswith(MEANING_INDENT)]
 
 
+def key_rows(
+    defaults: dict[str, str] | None = None, width: int = 24
+) -> list[tuple[Key, str, str]]:
+    """Every key with its default (from ``defaults``, else as ``kernbench`` composes
+    it; cut to ``width`` characters) and its limit: what ``--keys`` and the
+    documentation's key reference print."""
+    defaults = composed_defaults() if defaults is None else defaults
+    return [(k, _default(k, defaults, width), _limit(k)) for k in schema_keys().values()]
+
+
 def _limit(key: Key) -> str:
     """The key's limit, and for a workload key the workloads that have it."""
     owners = workloads_with(key.name)
@@ -165,11 +181,11 @@ def _limit(key: Key) -> str:
     return ", ".join(p for p in (key.limit, where) if p)
 
 
-def _default(key: Key, defaults: dict[str, str]) -> str:
+def _default(key: Key, defaults: dict[str, str], width: int) -> str:
     value = defaults.get(key.name, "")
     if value == "(derived)" and key.name not in DERIVED:
         value = "null"  # unset by default (objective), not filled in by validation
-    return value if len(value) <= 24 else value[:21] + "..."
+    return value if len(value) <= width else value[: width - 3] + "..."
 
 
 def help_text(overrides: Sequence[str] = ()) -> str:
