@@ -199,7 +199,8 @@ def presets_page() -> str:
                 out.append(f"| `{key}` | `{_cell(str(values))}` |")
                 override = parser.parse_override(f"{key}={values}")
                 counts.append(
-                    len(list(override.sweep_string_iterator())) if override.is_sweep_override()
+                    len(list(override.sweep_string_iterator()))
+                    if override.is_sweep_override()
                     else 1
                 )
             out.append("")

@@ -164,9 +164,7 @@ def key_lines(table: list[str]) -> list[str]:
     return [line for line in table if not line.startswith(MEANING_INDENT)]
 
 
-def key_rows(
-    defaults: dict[str, str] | None = None, width: int = 24
-) -> list[tuple[Key, str, str]]:
+def key_rows(defaults: dict[str, str] | None = None, width: int = 24) -> list[tuple[Key, str, str]]:
     """Every key with its default (from ``defaults``, else as ``kernbench`` composes
     it; cut to ``width`` characters) and its limit: what ``--keys`` and the
     documentation's key reference print."""
