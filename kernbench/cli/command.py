@@ -13,14 +13,12 @@ from __future__ import annotations
 import sys
 
 from kernbench.cli.entry import before_hydra
-from kernbench.config.store import register_configs
 
 
 def main() -> None:
     """Console-script entry point (``kernbench``): :func:`kernbench.app.main`'s
     pre-Hydra step first, then the app itself."""
-    register_configs()  # the presets and schema nodes --help lists
-    sys.argv[1:] = before_hydra(sys.argv[1:])
-    from kernbench import app  # the simulator: only for a command that runs
+    sys.argv[1:] = before_hydra(sys.argv[1:])  # needs no ConfigStore: reads conf/ itself
+    from kernbench import app  # the simulator, and register_configs: for a command that runs
 
     app.run()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -109,6 +110,7 @@ def primary_config() -> DictConfig:
     return OmegaConf.merge(cfg, own)
 
 
+@cache
 def _option_node(group: str, option: str) -> DictConfig:
     """A group option's values: its defaults list (options of the same group, or a
     schema node such as ``base_stream``) merged in order, its own values at ``_self_``."""
