@@ -17,6 +17,9 @@
   - a block marked ``<!-- docs-test: key=value ... -->`` (invisible on the page) gets
     those overrides too (the decoder layer at a small shape).
 
+  A shown transcript (a text block's ``$ kernbench ...`` line and the line under it)
+  must be what ``kernbench`` prints, exit 1 (the errors page).
+
   Not run here, and why: the set-up commands (``python3 -m venv``, ``pip install``: CI's
   own install is one, and :func:`test_the_setup_commands_name_real_extras` checks what
   they name), ``pytest`` (this suite), ``ray start`` and the ``hydra/launcher=ray``
@@ -168,6 +171,31 @@ def test_every_documented_command_runs(where, commands, tmp_path):
             argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
         )
         assert proc.returncode == 0, f"{where}: {shlex.join(argv)}\n{proc.stderr[-3000:]}"
+
+
+def transcripts() -> list[tuple[str, list[str], str]]:
+    """The ``$ kernbench ...`` lines of the pages' text blocks, each with the line shown
+    under it (what the command prints on stderr)."""
+    found = []
+    for page in PAGES:
+        lines = page.read_text().splitlines()
+        for n, line in enumerate(lines[:-1]):
+            if line.startswith("$ kernbench "):
+                where = f"{page.relative_to(ROOT)}:{n + 1}"
+                found.append((where, shlex.split(line[2:]), lines[n + 1]))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("where", "argv", "shown"), transcripts(), ids=[w for w, *_ in transcripts()]
+)
+def test_every_documented_error_is_what_kernbench_says(where, argv, shown, tmp_path):
+    """A shown mistake exits 1 with exactly the line the page shows."""
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / argv[0]), *argv[1:]],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr.splitlines()) == (1, [shown]), where
 
 
 def test_the_small_size_rewrites():
