@@ -66,7 +66,8 @@ def _code(text: str) -> str:
 
 def keys_page() -> str:
     from kernbench.cli.help import composed_defaults, key_rows, workload_defaults
-    from kernbench.cli.precheck import group_options
+    from kernbench.cli.keys import own_keys
+    from kernbench.cli.precheck import group_options, schema_of_option
 
     defaults = composed_defaults()
     rows = key_rows(defaults, width=60)
@@ -98,14 +99,14 @@ def keys_page() -> str:
     }
     for head, lines in sections.items():
         out += [f"## {titles.get(head, head)}", "", *_TABLE_HEAD, *lines, ""]
-    keys = {key.name: key for key, _, _ in rows}
     for option in group_options()["workload"]:
-        own = workload_defaults(option)
+        own = own_keys(schema_of_option(option) or "")
         if not own:
             continue
+        values = workload_defaults(option)
         out += [f"## Workload `{option}` (`workload={option}`)", "", *_TABLE_HEAD]
-        # the limit without the owners (this section's title): the schema's rule alone
-        out += [_key_line(keys[n], value, keys[n].limit) for n, value in own.items() if n in keys]
+        # this workload's meaning and default; the limit without the owners (the title's)
+        out += [_key_line(key, values.get(name, ""), key.limit) for name, key in own.items()]
         out.append("")
     return "\n".join(out)
 
@@ -123,16 +124,29 @@ def _key_line(key: Any, default: str, limit: str) -> str:
 # --- groups and presets --------------------------------------------------------------
 
 
-def _comment_of(path: Path) -> str:
-    """A config file's leading comment (its ``# @package`` line left out), as text."""
-    lines = []
+def _comment_of(path: Path, markdown: bool = False) -> str:
+    """A config file's leading comment (its ``# @package`` line left out), as one line
+    of text, or as Markdown keeping its paragraphs and ``-`` lists."""
+    texts = []
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
             break
         text = line.lstrip("#").strip()
         if not text.startswith("@package"):
-            lines.append(text)
-    return " ".join(lines).strip()
+            texts.append(text)
+    if not markdown:
+        return " ".join(" ".join(texts).split())
+    out: list[str] = []
+    for text in texts:
+        if not text:
+            out.append("")
+        elif text.startswith("- ") or not out or not out[-1]:
+            if text.startswith("- ") and out and out[-1] and not out[-1].startswith("- "):
+                out.append("")  # a list starts a block of its own
+            out.append(text)
+        else:
+            out[-1] += " " + text  # a wrapped line of the item or paragraph before
+    return "\n".join(out).strip().replace("*", "\\*")  # N*g is not emphasis
 
 
 def groups_page() -> str:
@@ -191,7 +205,7 @@ def presets_page() -> str:
             None,
         )
         out += [f"## `{path.stem}`", "", f"`kernbench -m +experiment={path.stem}`", ""]
-        out += [_comment_of(path), ""]
+        out += [_comment_of(path, markdown=True), ""]
         counts = []
         if params:
             out += ["| grid key | values |", "|---|---|"]

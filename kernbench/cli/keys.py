@@ -108,9 +108,15 @@ def schema_keys() -> dict[str, Key]:
 def workload_keys(schema_name: str) -> frozenset[str]:
     """The ``workload.*`` keys of one workload schema (``base_stream``); none for an
     unknown name. Cached: ``--help`` asks for every key's workloads (525 calls)."""
+    return frozenset(own_keys(schema_name))
+
+
+def own_keys(schema_name: str) -> dict[str, Key]:
+    """The ``workload.*`` keys of one workload schema with that workload's own meanings
+    (:func:`schema_keys` joins the meanings of a key several workloads have)."""
     if schema_name not in WORKLOAD_SCHEMAS:
-        return frozenset()
-    return frozenset(k.name for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload."))
+        return {}
+    return {k.name: k for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload.")}
 
 
 def type_name(hint: Any) -> str:

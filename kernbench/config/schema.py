@@ -378,7 +378,7 @@ class DecoderPlacementConfig:
     runtime's ``DPPolicy.cube`` (``column_wise``, ``row_wise``: one copy split into
     contiguous shards; ``replicate``: a copy per cube, split over its PEs). Over which
     PEs: a projection's weight over the PEs that run its programs, the KV cache over
-    the attention's, activations over every PE (README, "Decoder layer"). The KV cache
+    the attention's, activations over every PE (docs/how-to/triton.md). The KV cache
     and activations are written by the step, so they must be one copy."""
 
     weights: str = key(
