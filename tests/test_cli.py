@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -379,6 +382,26 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     assert "warning" not in capsys.readouterr().err
     assert run_job(compose_cfg("workload.access_bytes=64"), tmp_path / "c") == "ok"
     assert "warning" not in capsys.readouterr().err
+
+
+def test_the_console_script_answers_before_the_app_as_the_app_does(run_app):
+    """``kernbench`` (kernbench.cli.command) answers --help, --keys and --cfg job before
+    importing kernbench.app, which registers the config schemas: the same answers (but
+    the run and sweep directories, named by the time and the process)."""
+    script = [str(Path(sys.executable).parent / "kernbench")]
+
+    def answer(run: Any) -> tuple[int, list[str], str]:
+        lines = [ln for ln in run.stdout.splitlines() if not ln.strip().startswith(DIRS)]
+        return run.returncode, lines, run.stderr
+
+    for args in (["--cfg", "job", "topology=small"], ["--keys"], ["experiment=x"]):
+        ours, app = run_app(*args, command=script), run_app(*args)
+        assert answer(ours) == answer(app), args
+    shown = run_app("--cfg", "job", "topology=small", command=script).stdout
+    assert "hbm_channels_per_pe: 8" in shown
+
+
+DIRS = ("run_dir:", "sweep_dir:")
 
 
 def test_override_syntax_error_is_hydras_message_on_one_line(run_app):

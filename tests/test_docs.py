@@ -15,7 +15,9 @@
   - ``hydra/launcher=submitit_slurm`` runs as ``submitit_local`` (the same launcher
     code on this machine), without the SLURM-only keys;
   - a block marked ``<!-- docs-test: key=value ... -->`` (invisible on the page) gets
-    those overrides too (the decoder layer at a small shape).
+    those overrides too (the decoder layer at a small shape); one marked
+    ``<!-- docs-test: --cfg job -->`` is composed and validated, not run (the decoder
+    layer at Llama-3-8B's full size, about 100 s).
 
   A shown transcript (a text block's ``$ kernbench ...`` line and the line under it)
   must be what ``kernbench`` prints, exit 1 (the errors page).
