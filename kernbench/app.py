@@ -98,6 +98,12 @@ def main() -> None:
     answered before Hydra runs (:mod:`kernbench.cli`).
     """
     sys.argv[1:] = entry.before_hydra(sys.argv[1:])  # what Hydra's main reads
+    run()
+
+
+def run() -> None:
+    """Run the Hydra app on ``sys.argv`` as :func:`kernbench.cli.entry.before_hydra`
+    left it (the console script, :mod:`kernbench.cli.command`, calls that first)."""
     try:
         _hydra_task()
     except KeyboardInterrupt:  # a single run (a sweep handles its own stop: kernbench.sweep.stop)

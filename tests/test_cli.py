@@ -4,15 +4,28 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from kernbench.cli.estimate import SECONDS_PER_ACCESS, WARN_FROM, warning
-from kernbench.cli.help import help_text, key_table
+from kernbench.cli.help import (
+    MEANING_INDENT,
+    _option_node,
+    help_text,
+    key_lines,
+    key_table,
+    primary_config,
+)
 from kernbench.cli.keys import schema_keys
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import job_config_yaml
-from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig, register_configs
+from kernbench.config.flatten import flatten
+from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig, conf_dir, register_configs
 from kernbench.errors import ConfigError
 from kernbench.units import unit_of
 from tests.support import make_cfg
@@ -213,7 +226,8 @@ def test_help_lists_every_schema_key_with_type_unit_default_limit():
     for schema in WORKLOAD_SCHEMAS.values():
         expected |= _all_schema_leaves(schema, "workload.")
     assert set(schema_keys()) == expected
-    lines = {line.split()[0]: line for line in key_table()[1:]}
+    table = key_table()
+    lines = {line.split()[0]: line for line in key_lines(table)[1:]}
     assert set(lines) == expected
     words = lines["workload.access_bytes"].split()
     assert words[:4] == ["workload.access_bytes", "int", "B", "65536"]
@@ -227,6 +241,39 @@ def test_help_lists_every_schema_key_with_type_unit_default_limit():
     assert "<= 64" in lines["topology.pes_per_cube"]
     assert "[gqa_opt2, gqa_opt3]" in lines["workload.seq_tokens"]
     assert lines["workload.seq_tokens"].split()[3] == "2048"
+
+
+def test_every_key_says_what_it_means_under_its_line():
+    """Each key's meaning comes from its schema field and is printed under its line; a
+    workload key whose workloads mean different things by it names each workload."""
+    keys = schema_keys()
+    assert [name for name, k in keys.items() if not k.meaning] == []
+    assert keys["workload.access_bytes"].meaning.startswith("bytes one DMA access moves")
+    block_n = keys["workload.block_n"].meaning
+    assert "(triton)" in block_n and "(decoder_layer)" in block_n
+    assert keys["workload.access_bytes"].meaning.count("(stream)") == 0  # one workload
+    table = key_table()
+    at = next(i for i, line in enumerate(table) if line.split()[0] == "workload.access_bytes")
+    assert table[at + 1] == MEANING_INDENT + keys["workload.access_bytes"].meaning
+    assert all(line.startswith("  ") for line in table)
+
+
+def _composed(overrides: list[str]) -> dict:
+    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
+        cfg = compose(config_name="config", overrides=overrides)
+    return flatten(OmegaConf.to_container(cfg))
+
+
+def test_help_composes_the_defaults_as_hydra_does():
+    """--help composes conf/ itself (Hydra's compose scans every plugin, importing the
+    simulator): the same values as Hydra's, for the defaults and for every workload."""
+    assert flatten(OmegaConf.to_container(primary_config())) == _composed([])
+    for option in ("stream", "gqa_opt2", "gqa_opt3", "triton", "decoder_layer"):
+        ours = flatten({"workload": OmegaConf.to_container(_option_node("workload", option))})
+        theirs = _composed([f"workload={option}"])
+        assert ours == {k: v for k, v in theirs.items() if k.startswith("workload.")}
+    small = _option_node("topology", "small")  # a defaults list within a group
+    assert (small.name, small.pes_per_cube, small.links.pcie_bw_gbs) == ("small", 2, 32.0)
 
 
 def test_help_hides_base_configs_and_shows_plus_experiment():
@@ -337,6 +384,26 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     assert "warning" not in capsys.readouterr().err
 
 
+def test_the_console_script_answers_before_the_app_as_the_app_does(run_app):
+    """``kernbench`` (kernbench.cli.command) answers --help, --keys and --cfg job before
+    importing kernbench.app, which registers the config schemas: the same answers (but
+    the run and sweep directories, named by the time and the process)."""
+    script = [str(Path(sys.executable).parent / "kernbench")]
+
+    def answer(run: Any) -> tuple[int, list[str], str]:
+        lines = [ln for ln in run.stdout.splitlines() if not ln.strip().startswith(DIRS)]
+        return run.returncode, lines, run.stderr
+
+    for args in (["--cfg", "job", "topology=small"], ["--keys"], ["experiment=x"]):
+        ours, app = run_app(*args, command=script), run_app(*args)
+        assert answer(ours) == answer(app), args
+    shown = run_app("--cfg", "job", "topology=small", command=script).stdout
+    assert "hbm_channels_per_pe: 8" in shown
+
+
+DIRS = ("run_dir:", "sweep_dir:")
+
+
 def test_override_syntax_error_is_hydras_message_on_one_line(run_app):
     run = run_app("topology.pes_per_cube==3")
     assert run.returncode == 1
@@ -349,7 +416,7 @@ def test_help_and_keys_through_the_app(run_app):
     assert keys.returncode == 0
     lines = keys.stdout.splitlines()
     assert lines[0].split() == ["key", "type", "unit", "default", "limit"]
-    assert {line.split()[0] for line in lines[1:]} == set(schema_keys())
+    assert {line.split()[0] for line in key_lines(lines)[1:]} == set(schema_keys())
     helped = run_app("--help")
     assert helped.returncode == 0 and "+experiment=bw_equivalence" in helped.stdout
     assert keys.rows() == [] and helped.rows() == []  # nothing ran

@@ -4,10 +4,10 @@ Each test runs the real ``kernbench -m`` in a subprocess, under ``hydra/launcher
 either joining a cluster this module starts once (``ray start --head``, in its own
 process group, ports and temporary folder, so that nothing of another Ray on the
 machine is touched, and killed by process group at the end), or starting a private Ray
-instance, as the README's default does. What must hold:
+instance, as the documented default does. What must hold:
 
 - joining a running cluster works (the plugin's ``object_store_memory`` made
-  ``ray.init`` refuse to), with the README's command too;
+  ``ray.init`` refuse to), with the documented command too;
 - a chunk job Ray gives up on (its worker killed, no retries left) becomes an error row
   for each of its points, and the sweep goes on and writes its table; a ``ray.init``
   that fails is one line;
@@ -41,10 +41,10 @@ from kernbench.sweep import MERGED_FILE
 from kernbench.sweep.stop import descendants
 from tests.test_launchers import (
     cached_points,
+    cluster_command,
     command,
     environment,
     group_size,
-    readme_command,
     run_cli,
     stable,
     sweep,
@@ -234,8 +234,8 @@ def test_sigterm_stops_a_ray_sweep_like_ctrl_c_and_resume_finishes_it(tmp_path, 
 def test_a_killed_ray_sweep_leaves_no_process_and_reruns(tmp_path, cluster, reference):
     """SIGKILL to the sweeping process alone, a point done, under a private Ray
     instance: Ray's DashboardAgent and RuntimeEnvAgent outlived it by about a minute.
-    The rerun is the README's cluster command (``address=auto``, RAY_ADDRESS naming
-    the cluster as ``ray start`` does on its head node): the plugin's
+    The rerun is the documented cluster command (docs/how-to/cluster.md; ``address=auto``,
+    RAY_ADDRESS naming the cluster as ``ray start`` does on its head node): the plugin's
     object_store_memory made ray.init refuse to join a cluster."""
     out = tmp_path / "sweep"
     proc = start(out, *GRID, *PRIVATE)
@@ -250,9 +250,11 @@ def test_a_killed_ray_sweep_leaves_no_process_and_reruns(tmp_path, cluster, refe
     cached_before = cached_points(tmp_path)
     assert 1 <= cached_before < N_POINTS, "killed part-way"
 
-    readme = [o for o in readme_command("ray") if not o.startswith("+experiment=")]
-    assert readme == ["hydra/launcher=ray", "hydra.launcher.ray.init.address=auto"]
-    rerun = run_cli(tmp_path, command(out, *GRID, *readme), env={"RAY_ADDRESS": cluster.address})
+    documented = [o for o in cluster_command("ray") if not o.startswith("+experiment=")]
+    assert documented == ["hydra/launcher=ray", "hydra.launcher.ray.init.address=auto"]
+    rerun = run_cli(
+        tmp_path, command(out, *GRID, *documented), env={"RAY_ADDRESS": cluster.address}
+    )
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Connecting to existing Ray cluster" in rerun.stderr
     rows = pq.read_table(out / MERGED_FILE).to_pylist()

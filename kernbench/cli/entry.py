@@ -15,7 +15,6 @@ import kernbench
 from kernbench.cli.grid import entry_line, grid_argv
 from kernbench.cli.help import help_text, key_table
 from kernbench.cli.precheck import UsageError, check_overrides
-from kernbench.cli.show_config import show_job_config
 from kernbench.errors import one_line
 from kernbench.sweep.outputs import say
 
@@ -36,6 +35,8 @@ def before_hydra(argv: Sequence[str]) -> list[str]:
     if args.help:
         _page(help_text(args.overrides))
     if args.cfg == "job" and not args.multirun and args.package is None:
+        from kernbench.cli.show_config import show_job_config  # the simulator's validation
+
         raise SystemExit(show_job_config(args.overrides))
     overrides = list(args.overrides)
     if args.multirun:  # a preset's grid entry as the line the sweeper is to read

@@ -9,10 +9,10 @@ written by hand twice.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
-from pathlib import Path
+from functools import cache
 
-from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli.keys import Key, default_of, schema_keys
@@ -23,7 +23,13 @@ from kernbench.cli.precheck import (
     workloads_with,
 )
 from kernbench.config.flatten import flatten
-from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir
+from kernbench.config.store import (
+    EXPERIMENT_GROUP,
+    WORKLOAD_SCHEMAS,
+    AppConfig,
+    conf_dir,
+    package_of,
+)
 from kernbench.config.validate import DERIVED
 
 USAGE = """\
@@ -68,22 +74,67 @@ def groups_text(searched: dict[str, list[str]] | None = None) -> list[str]:
 
 def composed_defaults() -> dict[str, str]:
     """Every key's value as ``kernbench`` composes it with no overrides, and each
-    workload's keys as that workload option gives them. Hydra composes the config
-    once; a workload option is its schema with its YAML file merged over it, which is
-    what its ``defaults: [base_<name>, _self_]`` composes to (a Hydra composition per
-    option made ``--help`` take seconds)."""
+    workload's keys as that workload option gives them.
+
+    Composed here from ``conf/`` as Hydra's defaults lists say (each option's file at
+    its ``# @package``, its own defaults list first, then ``_self_``), not by Hydra's
+    ``compose``: that scans every installed Hydra plugin first, and kernbench's own
+    import the simulator, pyarrow and pandas, which made ``--help`` take over a second
+    (tests/test_cli.py holds this composition equal to Hydra's)."""
     values: dict[str, str] = {}
     for option in reversed(group_options()["workload"]):
-        schema = WORKLOAD_SCHEMAS.get(schema_of_option(option) or "")
-        if schema is None:
-            continue
-        own = OmegaConf.load(Path(conf_dir()) / "workload" / f"{option}.yaml")
-        own.pop("defaults", None)
-        merged = OmegaConf.merge(OmegaConf.structured(schema), own)
-        values |= {f"workload.{k}": v for k, v in _flat(merged).items()}
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf_dir())):
-        values |= _flat(compose(config_name="config"))
-    return values
+        values |= workload_defaults(option)
+    return values | _flat(primary_config())
+
+
+def workload_defaults(option: str) -> dict[str, str]:
+    """The ``workload.*`` keys' values as workload ``option`` gives them ({} for an
+    option that is not a workload schema's)."""
+    if schema_of_option(option) is None:
+        return {}
+    return {f"workload.{k}": v for k, v in _flat(_option_node("workload", option)).items()}
+
+
+def primary_config() -> DictConfig:
+    """``conf/config.yaml`` composed with its default options, without ``hydra``:
+    the schema, each group's default option at its package, then the file itself."""
+    own = OmegaConf.load(conf_dir() / "config.yaml")
+    cfg = OmegaConf.structured(AppConfig)
+    for group, option in group_defaults().items():
+        if option != "None" and not group.startswith(("override ", "hydra/")):
+            package = package_of(conf_dir() / group / f"{option}.yaml") or group
+            node = _option_node(group, option)
+            cfg = OmegaConf.merge(cfg, node if package == "_global_" else _at(package, node))
+    own.pop("defaults", None)
+    own.pop("hydra", None)
+    return OmegaConf.merge(cfg, own)
+
+
+@cache
+def _option_node(group: str, option: str) -> DictConfig:
+    """A group option's values: its defaults list (options of the same group, or a
+    schema node such as ``base_stream``) merged in order, its own values at ``_self_``."""
+    own = OmegaConf.load(conf_dir() / group / f"{option}.yaml")
+    listed = own.pop("defaults", None) or ["_self_"]
+    node = OmegaConf.create({})
+    for entry in listed:
+        name = str(entry)
+        if name == "_self_":
+            part = own
+        elif name in WORKLOAD_SCHEMAS:
+            part = OmegaConf.structured(WORKLOAD_SCHEMAS[name])
+        else:
+            part = _option_node(group, name)
+        node = OmegaConf.merge(node, part)
+    return node
+
+
+def _at(package: str, node: DictConfig) -> DictConfig:
+    """``node`` placed under the dotted ``package`` (``topology.cube.memory_map``)."""
+    nested: object = node
+    for part in reversed(package.split(".")):
+        nested = {part: nested}
+    return OmegaConf.create(nested)
 
 
 def _flat(cfg: DictConfig) -> dict[str, str]:
@@ -92,14 +143,35 @@ def _flat(cfg: DictConfig) -> dict[str, str]:
 
 
 def key_table(defaults: dict[str, str] | None = None) -> list[str]:
-    """One aligned line per key: name, type, unit, default, limit."""
-    defaults = composed_defaults() if defaults is None else defaults
-    keys = list(schema_keys().values())
+    """One aligned line per key: name, type, unit, default, limit; under it, indented
+    further, what the key means (from the schema)."""
+    found = key_rows(defaults)
+    keys = [key for key, _, _ in found]
     rows = [("key", "type", "unit", "default", "limit")]
-    rows += [(k.name, k.type, k.unit or "-", _default(k, defaults), _limit(k)) for k in keys]
+    rows += [(k.name, k.type, k.unit or "-", d, limit) for k, d, limit in found]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    padded = ("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows)
-    return [f"  {line}  {r[4]}".rstrip() for line, r in zip(padded, rows, strict=True)]
+    padded = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) for r in rows]
+    lines = [f"  {padded[0]}  {rows[0][4]}".rstrip()]
+    for line, row, key in zip(padded[1:], rows[1:], keys, strict=True):
+        lines.append(f"  {line}  {row[4]}".rstrip())
+        lines += [f"{MEANING_INDENT}{part}" for part in textwrap.wrap(key.meaning, 88)]
+    return lines
+
+
+MEANING_INDENT = " " * 6  # a key's meaning, under its line (key lines are indented 2)
+
+
+def key_lines(table: list[str]) -> list[str]:
+    """The key lines of :func:`key_table` (its header first), without the meanings."""
+    return [line for line in table if not line.startswith(MEANING_INDENT)]
+
+
+def key_rows(defaults: dict[str, str] | None = None, width: int = 24) -> list[tuple[Key, str, str]]:
+    """Every key with its default (from ``defaults``, else as ``kernbench`` composes
+    it; cut to ``width`` characters) and its limit: what ``--keys`` and the
+    documentation's key reference print."""
+    defaults = composed_defaults() if defaults is None else defaults
+    return [(k, _default(k, defaults, width), _limit(k)) for k in schema_keys().values()]
 
 
 def _limit(key: Key) -> str:
@@ -109,15 +181,18 @@ def _limit(key: Key) -> str:
     return ", ".join(p for p in (key.limit, where) if p)
 
 
-def _default(key: Key, defaults: dict[str, str]) -> str:
+def _default(key: Key, defaults: dict[str, str], width: int) -> str:
     value = defaults.get(key.name, "")
     if value == "(derived)" and key.name not in DERIVED:
         value = "null"  # unset by default (objective), not filled in by validation
-    return value if len(value) <= 24 else value[:21] + "..."
+    return value if len(value) <= width else value[: width - 3] + "..."
 
 
 def help_text(overrides: Sequence[str] = ()) -> str:
     """The whole ``--help`` page; with the command line's ``overrides``, a
     ``hydra.searchpath`` there adds its presets and group options."""
-    keys = ["keys (set with key=value; units are in the names):", *key_table()]
+    keys = [
+        "keys (set with key=value; units are in the names; each key's meaning under it):",
+        *key_table(),
+    ]
     return "\n".join([USAGE, *groups_text(searched_options(overrides)), "", *keys])

@@ -1,12 +1,13 @@
-"""Every config key a user can set, with its type, unit, default and limit.
+"""Every config key a user can set, with its meaning, type, unit, default and limit.
 
-One source: the keys and types come from the schema dataclasses
+One source: the keys, their types and meanings come from the schema dataclasses
 (:mod:`kernbench.config.schema`, the workload schemas of
 :data:`~kernbench.config.store.WORKLOAD_SCHEMAS`), units from the names
 (:func:`kernbench.units.unit_of`), limits from the rule tables of
 :mod:`kernbench.config.validate`, and defaults from the config ``kernbench`` composes
 with no overrides (each workload's own keys from its option). ``kernbench --keys``
-prints :func:`key_table`; the typo check (:mod:`.precheck`) matches against
+prints :func:`key_table`, and the documentation's key reference is made from the same
+:func:`schema_keys`; the typo check (:mod:`.precheck`) matches against
 :func:`schema_keys`.
 """
 
@@ -28,6 +29,7 @@ from kernbench.config.limits import (
     POWER_OF_TWO,
     SUFFIX_RULES,
 )
+from kernbench.config.schema import MEANING
 from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
 from kernbench.config.validate import GQA_AT_LEAST_ONE, TRITON_SIZES
 from kernbench.units import unit_of
@@ -60,6 +62,7 @@ class Key:
     unit: str
     limit: str
     field_type: Any  # the schema's annotation, for the type check
+    meaning: str = ""  # the schema field's own (kernbench.config.schema.key)
 
     @property
     def choices(self) -> list[str]:
@@ -77,25 +80,43 @@ def _leaves(schema: type, prefix: str) -> list[Key]:
         if dataclasses.is_dataclass(hint):
             keys += _leaves(hint, name + ".")
         elif not (name == "workload" and prefix == ""):  # the workload node: per schema
-            keys.append(Key(name, type_name(hint), unit_of(name), limit_of(name), hint))
+            meaning = str(f.metadata.get(MEANING, ""))
+            keys.append(Key(name, type_name(hint), unit_of(name), limit_of(name), hint, meaning))
     return keys
 
 
 @cache
 def schema_keys() -> dict[str, Key]:
-    """Every leaf key of the app's schema and of every workload schema, by name."""
-    keys = _leaves(AppConfig, "")
-    for schema in WORKLOAD_SCHEMAS.values():
-        keys += _leaves(schema, "workload.")
-    return {k.name: k for k in keys}
+    """Every leaf key of the app's schema and of every workload schema, by name. A
+    ``workload.*`` key that several workloads have, meaning different things
+    (``workload.block_n``), says what it means in each (``... (triton); ...
+    (decoder_layer)``)."""
+    keys = {k.name: k for k in _leaves(AppConfig, "")}
+    meanings: dict[str, dict[str, str]] = {}
+    for schema_name, schema in WORKLOAD_SCHEMAS.items():
+        for k in _leaves(schema, "workload."):
+            keys[k.name] = k
+            meanings.setdefault(k.name, {}).setdefault(k.meaning, schema_name)
+    for name, by_meaning in meanings.items():
+        if len(by_meaning) > 1:
+            text = "; ".join(f"{m} ({s.removeprefix('base_')})" for m, s in by_meaning.items())
+            keys[name] = dataclasses.replace(keys[name], meaning=text)
+    return keys
 
 
-def workload_keys(schema_name: str) -> set[str]:
+@cache
+def workload_keys(schema_name: str) -> frozenset[str]:
     """The ``workload.*`` keys of one workload schema (``base_stream``); none for an
-    unknown name."""
+    unknown name. Cached: ``--help`` asks for every key's workloads (525 calls)."""
+    return frozenset(own_keys(schema_name))
+
+
+def own_keys(schema_name: str) -> dict[str, Key]:
+    """The ``workload.*`` keys of one workload schema with that workload's own meanings
+    (:func:`schema_keys` joins the meanings of a key several workloads have)."""
     if schema_name not in WORKLOAD_SCHEMAS:
-        return set()
-    return {k.name for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload.")}
+        return {}
+    return {k.name: k for k in _leaves(WORKLOAD_SCHEMAS[schema_name], "workload.")}
 
 
 def type_name(hint: Any) -> str:

@@ -41,7 +41,13 @@ from kernbench.cli.keys import Key, schema_keys, workload_keys
 from kernbench.cli.suggest import did_you_mean
 from kernbench.config import objective
 from kernbench.config.columns import NUMBER, TEXT, metric_columns
-from kernbench.config.store import EXPERIMENT_GROUP, WORKLOAD_SCHEMAS, conf_dir, experiments_dir
+from kernbench.config.store import (
+    EXPERIMENT_GROUP,
+    WORKLOAD_SCHEMAS,
+    conf_dir,
+    experiment_files,
+    experiments_dir,
+)
 from kernbench.errors import ConfigError, printable
 from kernbench.units import unit_of
 
@@ -150,6 +156,7 @@ def group_options() -> dict[str, list[str]]:
         for d in sorted(Path(conf_dir()).iterdir())
         if d.is_dir()
     }
+    groups[EXPERIMENT_GROUP] = [p.stem for p in experiment_files()]  # stored or not yet
     for group in ("workload", EXPERIMENT_GROUP):
         names = {s.removesuffix(".yaml") for s in _stored(group)} | set(groups.get(group, []))
         groups[group] = sorted(n for n in names if not n.startswith(HIDDEN_PREFIX))

@@ -17,7 +17,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from kernbench.config.store import conf_dir
+from kernbench.config.store import conf_dir, register_configs
 from kernbench.config.validate import validate
 from kernbench.errors import KernBenchError
 from kernbench.job import error_message
@@ -25,6 +25,7 @@ from kernbench.job import error_message
 
 def job_config_yaml(overrides: Sequence[str]) -> str:
     """The validated config as YAML (raises what a run would)."""
+    register_configs()  # the console script answers --cfg job before importing the app
     where = str(conf_dir())
     with initialize_config_dir(version_base="1.3", config_dir=where, job_name="kernbench"):
         cfg = compose(config_name="config", overrides=list(overrides))

@@ -19,6 +19,15 @@ from typing import Any
 
 from omegaconf import MISSING
 
+# The dataclass field metadata entry holding what a key means, in a phrase:
+# ``kernbench --help`` and the documentation's key reference print it (one source).
+MEANING = "meaning"
+
+
+def key(default: Any, meaning: str) -> Any:
+    """A leaf key's field: its default, and what it means for ``--help`` and the docs."""
+    return field(default=default, metadata={MEANING: meaning})
+
 
 class HbmMappingMode(Enum):
     """How a PE's pseudo-channels are modelled (ADR-0011 D-LA2)."""
@@ -76,14 +85,31 @@ class StreamPattern(Enum):
 class MemoryMapConfig:
     """HBM organisation of one cube (ADR-0011 D-LA2); `channel_mapping` lands here."""
 
-    hbm_mapping_mode: HbmMappingMode = HbmMappingMode.n_to_one
-    hbm_pseudo_channels: int = 64
-    # Derived as hbm_pseudo_channels / pes_per_cube; a given value must agree.
-    hbm_channels_per_pe: int | None = None
-    hbm_channel_bw_gbs: float = 32.0
-    hbm_channel_bytes: int = 256 * 1024 * 1024
-    interleave_bytes: int = 256
-    hbm_access_latency_ns: float = 40.0
+    hbm_mapping_mode: HbmMappingMode = key(
+        HbmMappingMode.n_to_one,
+        "how a PE's pseudo-channels are modelled: one_to_one (a router and link per channel, "
+        "accesses interleaved) or n_to_one (one aggregate link); set by channel_mapping=",
+    )
+    hbm_pseudo_channels: int = key(64, "HBM pseudo-channels per cube, shared equally by its PEs")
+    hbm_channels_per_pe: int | None = key(
+        None,
+        "pseudo-channels per PE (N); derived as hbm_pseudo_channels / pes_per_cube, a given value "
+        "must agree",
+    )
+    hbm_channel_bw_gbs: float = key(
+        32.0,
+        "bandwidth of one pseudo-channel; a PE's HBM is N times this",
+    )
+    hbm_channel_bytes: int = key(256 * 1024 * 1024, "capacity of one pseudo-channel")
+    interleave_bytes: int = key(
+        256,
+        "granule g of the 1:1 interleave: consecutive g-byte pieces go to consecutive channels (a "
+        "stripe is N x g)",
+    )
+    hbm_access_latency_ns: float = key(
+        40.0,
+        "time the memory takes to serve an access, paid once per request",
+    )
 
 
 @dataclass
@@ -95,9 +121,15 @@ class CubeConfig:
 class PeCostModelConfig:
     """ADR-0064 D1/D3: cycles = fixed_per_cmd_cycles + logical_bytes * byte_cycles_recip."""
 
-    fixed_per_cmd_cycles: float = 32.0
-    byte_cycles_recip: float = 0.25
-    clock_freq_ghz: float = 1.0
+    fixed_per_cmd_cycles: float = key(
+        32.0,
+        "PE_CPU cycles every command costs to dispatch (ADR-0064 FIXED)",
+    )
+    byte_cycles_recip: float = key(
+        0.25,
+        "PE_CPU cycles per logical byte of a command's descriptor (ADR-0064 R)",
+    )
+    clock_freq_ghz: float = key(1.0, "clock that turns dispatch cycles into time")
 
 
 @dataclass
@@ -110,13 +142,19 @@ class PeConfig:
     """One processing element: engine rates, scheduler queue, local memory."""
 
     attrs: PeAttrsConfig = field(default_factory=PeAttrsConfig)
-    clock_ghz: float = 1.0
-    gemm_flops_per_cycle: int = 4096
-    math_elems_per_cycle: int = 64
-    scheduler_queue_depth: int = 16
-    dma_max_outstanding: int = 16
-    composite_buffers: int = 2
-    tcm_bytes: int = 8 * 1024 * 1024
+    clock_ghz: float = key(
+        1.0,
+        "engine clock: turns GEMM and MATH rates per cycle into rates per ns",
+    )
+    gemm_flops_per_cycle: int = key(4096, "GEMM engine throughput")
+    math_elems_per_cycle: int = key(64, "MATH (element-wise) engine throughput")
+    scheduler_queue_depth: int = key(16, "commands PE_SCHEDULER holds before PE_CPU waits")
+    dma_max_outstanding: int = key(16, "DMA requests a PE keeps in flight at most")
+    composite_buffers: int = key(
+        2,
+        "composite commands PE_SCHEDULER runs at once (double buffering)",
+    )
+    tcm_bytes: int = key(8 * 1024 * 1024, "tightly coupled memory of a PE (tiles live there)")
 
 
 @dataclass
@@ -125,9 +163,13 @@ class PeMmuConfig:
     ``tlb_overhead_ns`` once per DMA access (the ADR); ``per_page`` once per page it
     touches (an access crossing page boundaries is split there either way)."""
 
-    page_size: int = 4096
-    tlb_overhead_ns: float = 2.0
-    tlb_charge: TlbCharge = TlbCharge.per_access
+    page_size: int = key(4096, "VA page size (a power of two); VA shards are whole pages")
+    tlb_overhead_ns: float = key(2.0, "time the VA model charges per translation")
+    tlb_charge: TlbCharge = key(
+        TlbCharge.per_access,
+        "when tlb_overhead_ns is paid: per_access (once per DMA access, ADR-0011) or per_page "
+        "(once per page it touches)",
+    )
 
 
 @dataclass
@@ -138,17 +180,26 @@ class LinksConfig:
     (one channel, or N channels aggregated); only their latencies are set here.
     """
 
-    dma_router_latency_ns: float = 2.0
-    router_hbm_latency_ns: float = 4.0
-    pe_noc_bw_gbs: float = 128.0
-    pe_noc_latency_ns: float = 5.0
-    noc_router_latency_ns: float = 3.0
-    noc_noc_bw_gbs: float = 64.0
-    noc_noc_latency_ns: float = 20.0
-    pcie_bw_gbs: float = 32.0
-    pcie_latency_ns: float = 500.0
-    ctrl_bw_gbs: float = 8.0
-    ctrl_latency_ns: float = 50.0
+    dma_router_latency_ns: float = key(
+        2.0,
+        "latency of a PE's direct link from its DMA to its own HBM routers",
+    )
+    router_hbm_latency_ns: float = key(4.0, "latency of a router's link to the HBM controller")
+    pe_noc_bw_gbs: float = key(128.0, "bandwidth of a PE's link to the cube NOC, each direction")
+    pe_noc_latency_ns: float = key(5.0, "latency of a PE's link to the cube NOC")
+    noc_router_latency_ns: float = key(3.0, "latency of the NOC's link to a PE's HBM routers")
+    noc_noc_bw_gbs: float = key(
+        64.0,
+        "bandwidth of the link between two cubes' NOCs, each direction",
+    )
+    noc_noc_latency_ns: float = key(20.0, "latency of the link between two cubes' NOCs")
+    pcie_bw_gbs: float = key(32.0, "bandwidth of a SIP's PCIe link to the host")
+    pcie_latency_ns: float = key(500.0, "latency of a SIP's PCIe link to the host")
+    ctrl_bw_gbs: float = key(
+        8.0,
+        "bandwidth of the control-plane links (PCIE_EP to IO_CPU to M_CPU to NOC)",
+    )
+    ctrl_latency_ns: float = key(50.0, "latency of each control-plane link")
 
 
 @dataclass
@@ -163,22 +214,22 @@ class ControlConfig:
     in ``conf/topology/default.yaml``.
     """
 
-    pcie_ep_processing_ns: float = 40.0
-    io_cpu_processing_ns: float = 200.0
-    m_cpu_processing_ns: float = 100.0
-    mmu_processing_ns: float = 10.0
-    dma_processing_ns: float = 10.0
-    msg_header_bytes: int = 16
-    pte_bytes: int = 16
-    baaw_segment_bytes: int = 32
+    pcie_ep_processing_ns: float = key(40.0, "time the PCIe endpoint spends on one control message")
+    io_cpu_processing_ns: float = key(200.0, "time a SIP's IO_CPU spends on one control message")
+    m_cpu_processing_ns: float = key(100.0, "time a cube's M_CPU spends on one control message")
+    mmu_processing_ns: float = key(10.0, "time a PE's MMU spends installing one message (VA)")
+    dma_processing_ns: float = key(10.0, "time a PE's DMA spends installing one message (LA)")
+    msg_header_bytes: int = key(16, "size of an install message's header")
+    pte_bytes: int = key(16, "size of one page-table entry in a VA install message")
+    baaw_segment_bytes: int = key(32, "size of one BAAW segment in an LA install message")
 
 
 @dataclass
 class TopologyConfig:
-    name: str = "default"
-    n_sips: int = 1
-    cubes_per_sip: int = 2
-    pes_per_cube: int = 8
+    name: str = key("default", "the topology's name (set by topology=)")
+    n_sips: int = key(1, "SIPs (chips) on the host's PCIe")
+    cubes_per_sip: int = key(2, "cubes per SIP, joined by NOC-to-NOC links")
+    pes_per_cube: int = key(8, "PEs per cube; they share the cube's pseudo-channels")
     cube: CubeConfig = field(default_factory=CubeConfig)
     pe: PeConfig = field(default_factory=PeConfig)
     pe_mmu: PeMmuConfig = field(default_factory=PeMmuConfig)
@@ -200,34 +251,53 @@ def hbm_alignment(topology: TopologyConfig) -> int:
 @dataclass
 class AddressConfig:
     # ADR-0011: VA is the default; PA stays as PE_DMA's PageFault fallback.
-    model: AddressModel = AddressModel.va
+    model: AddressModel = key(
+        AddressModel.va,
+        "the address space kernels see: pa (physical), va (pages through a PE MMU) or la (segments"
+        " through BAAW); set by address=",
+    )
 
 
 @dataclass
 class WorkloadConfig:
     """Fields every workload has; each workload option extends it."""
 
-    name: str = MISSING
+    name: str = key(MISSING, "the workload (set by workload=)")
 
 
 @dataclass
 class StreamWorkloadConfig(WorkloadConfig):
     """Bandwidth stream (DESIGN §5): each active PE walks a shard chosen by ``pattern``."""
 
-    name: str = "stream"
-    op: StreamOp = StreamOp.read
-    access_bytes: int = 65536
-    bytes_per_pe: int = 4 * 1024 * 1024
-    align_offset_bytes: int = 0
+    name: str = key("stream", "the workload (set by workload=)")
+    op: StreamOp = key(
+        StreamOp.read,
+        "what each access does: read, write, or copy (read then write the same target)",
+    )
+    access_bytes: int = key(
+        65536,
+        "bytes one DMA access moves (the last one of a PE may be shorter)",
+    )
+    bytes_per_pe: int = key(4 * 1024 * 1024, "bytes each active PE streams in all")
+    align_offset_bytes: int = key(
+        0,
+        "where in its target's shard a PE starts (misaligns accesses when not a multiple of the "
+        "stripe)",
+    )
     # A count of PEs ("1", "16"; written 1 or "1" alike) or "all": text either way, so
     # the result column has one type in every table (validation checks the count).
-    active_pes: str = "all"
-    outstanding: int = 4
-    pattern: StreamPattern = StreamPattern.local
-    # hotspot: the global index (sip, cube, pe order) of the PE every access targets.
-    hotspot_pe: int = 0
-    # uniform: seed of the generator that draws each access's target PE.
-    seed: int = 0
+    active_pes: str = key("all", "how many PEs stream: a count or all (text in every row)")
+    outstanding: int = key(4, "accesses each PE keeps in flight, the tail included")
+    pattern: StreamPattern = key(
+        StreamPattern.local,
+        "whose memory each access targets: local, neighbor, hotspot, cross_cube or uniform (see "
+        "traffic=)",
+    )
+    hotspot_pe: int = key(
+        0,
+        "hotspot: the global index (sip, cube, pe order) of the PE every access targets",
+    )
+    seed: int = key(0, "uniform: seed of the generator that draws each access's target PE")
 
 
 @dataclass
@@ -240,16 +310,18 @@ class GqaWorkloadConfig(WorkloadConfig):
     pieces PE_SCHEDULER cuts each composite into to overlap its DMA and compute.
     """
 
-    name: str = "gqa_opt3"
-    query_heads: int = 8
-    kv_heads: int = 2
-    head_dim: int = 128
-    seq_tokens: int = 2048
-    tile_tokens: int = 128
-    # Decode: one new token per query head.
-    query_tokens: int = 1
-    dtype_bytes: int = 2
-    sub_tiles: int = 1
+    name: str = key("gqa_opt3", "the workload (set by workload=): gqa_opt2 or gqa_opt3")
+    query_heads: int = key(8, "query heads in all")
+    kv_heads: int = key(2, "KV heads, one PE each")
+    head_dim: int = key(128, "elements per head")
+    seq_tokens: int = key(2048, "keys and values each PE attends over")
+    tile_tokens: int = key(128, "tokens per KV tile (one loop iteration)")
+    query_tokens: int = key(1, "query rows per head (1: decode)")
+    dtype_bytes: int = key(2, "bytes per element")
+    sub_tiles: int = key(
+        1,
+        "pieces PE_SCHEDULER cuts each composite into to overlap DMA and compute",
+    )
 
 
 @dataclass
@@ -267,28 +339,37 @@ class TritonWorkloadConfig(WorkloadConfig):
     ``DPPolicy.cube``: ``column_wise``, ``row_wise``, ``replicate``).
     """
 
-    name: str = "triton"
-    kernel: str = "vector_add"
-    dtype: str = "float32"
-    size: int = 98432
-    block_size: int = 1024
-    rows: int = 64
-    cols: int = 1000
-    m: int = 256
-    n: int = 256
-    k: int = 256
-    block_m: int = 64
-    block_n: int = 64
-    block_k: int = 32
-    num_heads: int = 8
-    num_kv_heads: int = 2
-    seq_len: int = 1024
-    head_dim: int = 64
-    # A count of PEs, or the string "all".
-    pes: Any = "all"
-    mapping: str = "cyclic"
-    placement: str = "column_wise"
-    seed: int = 0
+    name: str = key("triton", "the workload (set by workload=)")
+    kernel: str = key(
+        "vector_add",
+        "the kernel: vector_add, softmax, matmul, layer_norm, decode_attention, or pkg.module:fn "
+        "of your own",
+    )
+    dtype: str = key("float32", "element type of the kernel's tensors (a torch dtype name)")
+    size: int = key(98432, "vector_add: elements per vector")
+    block_size: int = key(1024, "vector_add: elements per program")
+    rows: int = key(64, "softmax, layer_norm: rows (one program each)")
+    cols: int = key(1000, "softmax, layer_norm: elements per row")
+    m: int = key(256, "matmul: rows of A and C")
+    n: int = key(256, "matmul: columns of B and C")
+    k: int = key(256, "matmul: columns of A, rows of B")
+    block_m: int = key(64, "matmul: rows per program's tile")
+    block_n: int = key(64, "matmul: columns per tile; decode_attention: KV tokens per tile")
+    block_k: int = key(32, "matmul: reduction elements per step")
+    num_heads: int = key(8, "decode_attention: query heads")
+    num_kv_heads: int = key(2, "decode_attention: KV heads")
+    seq_len: int = key(1024, "decode_attention: tokens in the KV cache")
+    head_dim: int = key(64, "decode_attention: elements per head")
+    pes: Any = key("all", "how many PEs run programs: a count or all")
+    mapping: str = key(
+        "cyclic",
+        "how programs go to PEs: cyclic (program l on PE l mod N) or block (contiguous ranges)",
+    )
+    placement: str = key(
+        "column_wise",
+        "how tensors are split over PEs: column_wise, row_wise or replicate (DPPolicy.cube)",
+    )
+    seed: int = key(0, "seed of the random input values")
 
 
 @dataclass
@@ -297,12 +378,24 @@ class DecoderPlacementConfig:
     runtime's ``DPPolicy.cube`` (``column_wise``, ``row_wise``: one copy split into
     contiguous shards; ``replicate``: a copy per cube, split over its PEs). Over which
     PEs: a projection's weight over the PEs that run its programs, the KV cache over
-    the attention's, activations over every PE (README, "Decoder layer"). The KV cache
+    the attention's, activations over every PE (docs/how-to/triton.md). The KV cache
     and activations are written by the step, so they must be one copy."""
 
-    weights: str = "column_wise"
-    kv_cache: str = "column_wise"
-    activations: str = "column_wise"
+    weights: str = key(
+        "column_wise",
+        "how each projection's weight is placed: column_wise, row_wise (split over the PEs that "
+        "run its programs) or replicate (a copy per cube)",
+    )
+    kv_cache: str = key(
+        "column_wise",
+        "how the K and V caches are placed: column_wise or row_wise (one copy, split over the "
+        "attention's PEs)",
+    )
+    activations: str = key(
+        "column_wise",
+        "how the layer input and intermediates are placed: column_wise or row_wise (one copy, "
+        "split over every PE)",
+    )
 
 
 @dataclass
@@ -320,40 +413,58 @@ class DecoderLayerWorkloadConfig(WorkloadConfig):
     is the other (``experiments/decoder_8b.yaml``).
     """
 
-    name: str = "decoder_layer"
-    batch: int = 1
-    context_tokens: int = 256
-    hidden: int = 512
-    heads: int = 8
-    kv_heads: int = 2
-    head_dim: int = 64
-    ffn: int = 1536
-    dtype: str = "float16"
-    rms_eps: float = 1e-5
-    rope_theta: float = 500000.0
-    block_n: int = 32
-    block_k: int = 512
-    attn_block_n: int = 128
-    block_heads: int = 8
-    block_size: int = 1024
+    name: str = key("decoder_layer", "the workload (set by workload=)")
+    batch: int = key(1, "sequences, each adding one token this step")
+    context_tokens: int = key(
+        256,
+        "tokens already in each sequence's KV cache (the step writes slot context_tokens)",
+    )
+    hidden: int = key(512, "model width")
+    heads: int = key(8, "query heads")
+    kv_heads: int = key(2, "KV heads")
+    head_dim: int = key(64, "elements per head")
+    ffn: int = key(1536, "MLP width")
+    dtype: str = key("float16", "element type: float16 or float32")
+    rms_eps: float = key(1e-5, "RMSNorm epsilon")
+    rope_theta: float = key(500000.0, "rotary embedding base")
+    block_n: int = key(32, "a projection's weight rows per tile")
+    block_k: int = key(512, "a projection's weight columns per tile")
+    attn_block_n: int = key(128, "KV tokens per attention tile")
+    block_heads: int = key(8, "heads per rotary and KV-append program")
+    block_size: int = key(1024, "elements per SiLU-mul and residual-add program")
     placement: DecoderPlacementConfig = field(default_factory=DecoderPlacementConfig)
-    seed: int = 0
+    seed: int = key(0, "seed of the random weights, cache and input")
 
 
 @dataclass
 class SimConfig:
     """How the simulation is driven and what it records (not part of the model)."""
 
-    exec_path: ExecPath = ExecPath.replay
-    fabric: FabricModel = FabricModel.fair
-    oplog: bool = False
-    trace: bool = False
+    exec_path: ExecPath = key(
+        ExecPath.replay,
+        "how kernel code is driven: replay (traced into a command list first) or greenlet (run "
+        "live); identical results",
+    )
+    fabric: FabricModel = key(
+        FabricModel.fair,
+        "how links are shared under contention: fair (max-min fair between PEs, oldest request "
+        "first within one) or reservation (the first design, for comparison)",
+    )
+    oplog: bool = key(False, "record every operation in an op log")
+    trace: bool = key(False, "write trace.parquet: one row per physical request")
     # Measure simulator speed (wall-clock, so never a metric): SimPy's bare timeout
     # rate just before the run, then accesses per second and their ratio (timings).
-    measure_speed: bool = False
+    measure_speed: bool = key(
+        False,
+        "time the simulator against SimPy's bare event rate (wall-clock columns, never metrics)",
+    )
     # Primitive DMA commands take PE_SCHEDULER's fast path (one record per command,
     # no Job/Stage pair); false forces the general path. Results are identical.
-    fast_dma: bool = True
+    fast_dma: bool = key(
+        True,
+        "primitive DMA commands take PE_SCHEDULER's fast path; false forces the general path "
+        "(identical results)",
+    )
 
 
 @dataclass

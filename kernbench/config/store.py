@@ -39,6 +39,7 @@ from kernbench.config.schema import (
     KernBenchConfig,
     StreamWorkloadConfig,
     TritonWorkloadConfig,
+    key,
 )
 
 ROOT_SCHEMA = "kernbench_schema"
@@ -64,11 +65,14 @@ class PathsConfig:
     Locations, not model inputs: they are not result columns.
     """
 
-    root: str = MISSING
-    run_dir: str = MISSING
-    sweep_name: str = MISSING
-    sweep_dir: str = MISSING
-    cache_dir: str = MISSING
+    root: str = key(
+        MISSING,
+        "where runs, sweeps and the cache go (relative to the directory kernbench starts in)",
+    )
+    run_dir: str = key(MISSING, "a single run's directory")
+    sweep_name: str = key(MISSING, "a sweep's folder under root (a preset sets its study's name)")
+    sweep_dir: str = key(MISSING, "a sweep's directory")
+    cache_dir: str = key(MISSING, "the point cache: one JSON file per point simulated")
 
 
 @dataclass
@@ -77,11 +81,17 @@ class AppConfig(KernBenchConfig):
     how the app runs (neither of the last two is a result column)."""
 
     paths: PathsConfig = field(default_factory=PathsConfig)
-    # Serve points already simulated from paths.cache_dir (kernbench.sweep.cache).
-    cache: bool = True
+    cache: bool = key(
+        True,
+        "serve points already simulated (same config, same code) from cache_dir",
+    )
     # A number result column, or a list of them, that a run returns to an optimizing
     # sweeper (hydra/sweeper=optuna) instead of its status (kernbench.config.objective).
-    objective: Any = None
+    objective: Any = key(
+        None,
+        "a number result column, or a list of them, that a run returns to an optimizing sweeper "
+        "instead of its status",
+    )
 
 
 def register_configs() -> None:
