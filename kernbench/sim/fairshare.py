@@ -26,10 +26,13 @@ start levels sum to ``S``, carrying ``F`` of frozen rate, saturates at level
 freezes or starts; each round takes the link with the lowest key (the first used,
 among equal keys) and freezes its queues. A solve so costs what its queues touch plus
 ``rounds x links`` key comparisons, not ``rounds x queues``. The lowest key is found
-by a scan, not a heap: solves here have a few rounds over a few dozen links (1:1
-uniform traffic on 16 PEs: 7 rounds over 114 links, at most 50 rounds; a Triton
-launch: 10 rounds over 48), and a heap's tuple entries, compared generically, cost
-more than the scan (a fifth of a solve's instructions). Per-link state is indexed by
+by a scan up to ``SCAN_MAX`` links: most solves have a few rounds over a few dozen
+links (1:1 uniform traffic on 16 PEs: 7 rounds over 114 links, at most 50 rounds; a
+Triton launch: 10 rounds over 48), and a heap's tuple entries, compared generically,
+cost more than the scan (a fifth of a solve's instructions). Past it, on a heap by
+``(key, first use)``, whose root is the link the scan would pick: ``uniform`` traffic
+on 1,024 PEs is one component of about 2,000 queues, and a scan per round made each
+recomputation cost rounds x links. Per-link state is indexed by
 the link's place in the order of first use, as the C does: a solve costs the links it
 touches (indexed by link id, each solve made seven lists as long as the run's links,
 and a 1,024-PE ``neighbor`` run, a fill per component, took 12x longer).
@@ -44,10 +47,13 @@ launch under ``fair`` spent 59% of its simulation here (1:1 ``uniform``: 43%).
 
 from __future__ import annotations
 
+from heapq import heapify, heappop, heappush
 from typing import Final
 
 # A rate below this many bytes/ns is rounding, never a real share: it is zero.
 NO_RATE: Final = 1e-9
+# Past this many links a solve finds its lowest key on a heap, not by a scan.
+SCAN_MAX: Final = 64
 
 
 def age_order(heads: list[int]) -> list[int]:
@@ -62,9 +68,12 @@ def progressive_fill(
     requesters: list[int],
     links: list[tuple[int, ...]],
     bw: list[float],
+    scan_max: int = SCAN_MAX,
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
-    list), with its requester's number and its route's link ids; ``bw`` by link id."""
+    list), with its requester's number and its route's link ids; ``bw`` by link id.
+    Past ``scan_max`` links the lowest key is found on a heap (the same link: tests
+    set ``scan_max`` to compare the two ways)."""
     n = len(links)
     rate = [0.0] * n
     frozen = [False] * n
@@ -118,14 +127,26 @@ def progressive_fill(
     for u in range(nlinks):
         if active[u]:
             key[u] = cap[u] / active[u]
+    scan = nlinks <= scan_max
+    # Else every link still to saturate has an entry (its key, u) here, pushed when it
+    # was last keyed; an entry whose key is not the link's any more is skipped.
+    heap = [] if scan else [(key[u], u) for u in range(nlinks) if active[u]]
+    heapify(heap)
     while True:
         # The next link to saturate: the lowest key, the first used among equal ones.
         lk = -1
         level = 0.0
-        for i in range(nlinks):
-            if active[i] and not full[i] and (lk < 0 or key[i] < level):
-                lk = i
-                level = key[i]
+        if scan:
+            for i in range(nlinks):
+                if active[i] and not full[i] and (lk < 0 or key[i] < level):
+                    lk = i
+                    level = key[i]
+        else:
+            while heap:
+                level, i = heappop(heap)
+                if active[i] and not full[i] and key[i] == level:
+                    lk = i
+                    break
         if lk < 0:
             return rate
         full[lk] = True  # saturated: no unfrozen queue crosses it any more
@@ -172,3 +193,5 @@ def progressive_fill(
             k = active[other]
             if k:
                 key[other] = (cap[other] - load[other] + starts[other]) / k
+                if not scan and not full[other]:
+                    heappush(heap, (key[other], other))
