@@ -241,7 +241,7 @@ def disjoint(parts):
     return [(who * 8 + g, tuple(lk * 8 + g for lk in links)) for g, who, links in parts]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     bw=st.lists(st.sampled_from([0.1, 0.3, 1.0, 3.7, 8.0, 32.0]), min_size=48, max_size=48),
     parts=st.lists(

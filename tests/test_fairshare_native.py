@@ -152,7 +152,7 @@ def test_the_c_age_order_equals_the_python_one(heads):
     assert NATIVE.age_order(heads) == SOURCE.age_order(heads)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     queues=st.integers(20, 160),
