@@ -123,7 +123,22 @@ def test_cost_per_access_from_16_to_1024_pes(mapping):
     the accesses wait on memory (L2 and a shared L3) and on the garbage collector's
     walks, and 1:1 ``neighbor`` moves flows whose simultaneous recomputations are
     filled together (the fair solver's part of the issue). Asserted: no term grows
-    with the PEs per access (it would show as x64 here)."""
+    with the PEs per access (it would show as x64 here).
+
+    Profiled again for the fair solver's part (cProfile, pure, n:1 ``local``): the
+    calls per access are the same at 256 and 1,024 PEs (one ``FairFabric.start``,
+    one booking, one DMA issue, two heap pops ...), each call's own time about
+    doubles (``cpu._step`` 7.4 -> 15.6 us under the profiler): the state of 1,024
+    PEs streaming in lockstep does not stay in the caches, the event heap holds two
+    entries per PE (11 levels instead of 5), and the garbage collector made one full
+    collection of about 200,000 objects (0.6 us per access of 10.7). Since filling
+    each component on its own, 1:1 ``neighbor`` (a component per pair of PEs, all
+    recomputed at one instant) no longer fills them all together: pure build, 1,024
+    PEs, 129.6 -> 64.3 us per access. Measured here after it (compiled, loaded
+    machine, one run): n:1 local 4.1 / 3.6 / 4.9 / 10.9 us at 16 / 64 / 256 / 1,024
+    PEs (x3.02), neighbor x2.84; 1:1 local 7.8 / 10.4 / 12.9 / 17.6 (x2.26),
+    neighbor 17.0 / 21.8 / 41.4 / 56.8 (x3.35); main's code in the same minutes:
+    x3.67, x2.37, x2.16, x3.96. Not met."""
     sizes = [16, 64, 256, 1024]
     print(f"\ncost per access, {mapping}, 64 accesses of 256 B per PE, VA, {kernbench.build()}:")
     for pattern in ("local", "neighbor"):
