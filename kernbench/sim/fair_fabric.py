@@ -476,20 +476,25 @@ class FairFabric(DataPlane):
         comps = self._affected(dirty)
         if not comps:
             return
-        queues: list[Queue] = []
-        rates: list[float] = []
-        for comp in comps:
+        if len(comps) == 1:  # the usual case: its queues are in age order already
+            comp = comps[0]
             self.solved_queues += len(comp.queues)
-            queues.extend(self._fill(comp))
-            rates.extend(comp.rates)
-        if self.on_solve is not None:
-            self._observe(comps, now)
-        if len(comps) > 1:
+            queues = self._fill(comp)
+            rates = comp.rates
+        else:
+            queues = []
+            rates = []
+            for comp in comps:
+                self.solved_queues += len(comp.queues)
+                queues.extend(self._fill(comp))
+                rates.extend(comp.rates)
             # In age order across the components, as one fill of them all would set
             # them (the order their completions are keyed in).
             ranks = age_order([q.head for q in queues])
             queues = [queues[i] for i in ranks]
             rates = [rates[i] for i in ranks]
+        if self.on_solve is not None:
+            self._observe(comps, now)
         self._set_rates(queues, rates, now)
 
     def _set_rates(self, queues: list[Queue], rates: list[float], now: float) -> None:
