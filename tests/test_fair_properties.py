@@ -60,14 +60,15 @@ def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool, sip
     return build_graph(topo)
 
 
-def drive(graph, reqs, fast=True, record=False, observer=None, whole=False):
+def drive(graph, reqs, fast=True, record=False, observer=None, whole=False, reuse=True):
     """Issue every ``(src, dst, channels, nbytes, gap, reads)`` at its time; return the
     fabric and each transfer's completion time."""
     env = SimEnv()
     events = LocalQueue(env)
     fabric = FairFabric(
-        graph, 40.0, events, record=record, fast=fast, on_solve=observer, whole=whole
-    )
+        graph, 40.0, events, record=record, fast=fast, on_solve=observer, whole=whole,
+        reuse=reuse,
+    )  # fmt: skip
     router = Router(graph)
     pes = graph.pes
     routes = {
@@ -197,6 +198,73 @@ def test_recomputing_only_what_changed_equals_solving_every_queue_each_time(reqs
         check_rates(bw, queues, rates)
     _, selective = drive(graph, reqs)
     assert selective == pytest.approx(whole, rel=1e-12, abs=1e-9)
+
+
+# Bursts: many requests at one instant, so several components change together.
+bursts = st.lists(
+    st.tuples(
+        st.integers(0, 15),
+        st.integers(0, 15),
+        st.integers(0, 7),
+        st.sampled_from([256, 700, 4096, 1 << 14]),
+        st.sampled_from([0.0, 0.0, 0.0, 2.0, 60.0]),
+        st.booleans(),
+    ),
+    min_size=2,
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(reqs=bursts, topo=topologies)
+def test_a_fill_per_component_equals_one_fill_of_every_component_found(reqs, topo):
+    """The fabric's recomputation (a fill per component, rates kept for the same queues
+    in the same order) against one fill of every queue the changed links reach, as it
+    recomputed before: the same rates at every recomputation, the same link
+    stretches and the same completions, bit for bit (float rounding would show)."""
+    graph = topology(*topo)
+    runs = []
+    for reuse in (True, False):
+        solves: list = []
+        fabric, ends = drive(
+            graph, reqs, record=True, reuse=reuse,
+            observer=lambda now, queues, rates, seen=solves: seen.append((now, queues, rates)),
+        )  # fmt: skip
+        runs.append((ends, solves, fabric.segments))
+    assert runs[0] == runs[1]
+
+
+def disjoint(parts):
+    """Queues of several groups sharing no link and no requester (group ``g``'s
+    requesters and links are numbered apart from the others'), interleaved in the
+    order ``parts`` gives: ``(group, requester, links)`` each."""
+    return [(who * 8 + g, tuple(lk * 8 + g for lk in links)) for g, who, links in parts]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    bw=st.lists(st.sampled_from([0.1, 0.3, 1.0, 3.7, 8.0, 32.0]), min_size=48, max_size=48),
+    parts=st.lists(
+        st.tuples(
+            st.integers(0, 2),  # group
+            st.integers(0, 2),  # requester within it
+            st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True),
+        ),
+        min_size=1,
+        max_size=18,
+    ),
+)
+def test_filling_components_apart_equals_filling_them_together(bw, parts):
+    """What the fabric's fill per component rests on: queues that share no link and no
+    requester with the others get, from one fill of them all, bit for bit the rates a
+    fill of their own group gives (bandwidths that round, so ties and float sums
+    would show an order that leaked across groups)."""
+    queues = disjoint(parts)
+    together = progressive_fill([w for w, _ in queues], [ls for _, ls in queues], bw)
+    for g in range(3):
+        mine = [q for q, part in enumerate(parts) if part[0] == g]
+        alone = progressive_fill([queues[q][0] for q in mine], [queues[q][1] for q in mine], bw)
+        assert [together[q].hex() for q in mine] == [r.hex() for r in alone]
 
 
 @settings(max_examples=60, deadline=None)

@@ -150,3 +150,25 @@ def test_the_c_age_order_equals_the_python_one(heads):
     """Positions oldest first; equal heads (never two queues' in a solve, but allowed)
     keep their order."""
     assert NATIVE.age_order(heads) == SOURCE.age_order(heads)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    queues=st.integers(20, 160),
+    nlinks=st.sampled_from([70, 200]),
+)
+def test_the_heap_picks_the_link_the_scan_picks(seed, queues, nlinks):
+    """Past ``SCAN_MAX`` links the fill finds the lowest key on a heap: the same rates,
+    bit for bit, as the scan (``scan_max`` forces either way), in both builds' fills;
+    bandwidths that round, so levels tie and the tie rule decides."""
+    rng = random.Random(seed)
+    bw = [rng.choice(DECIMAL + [8.0, 32.0]) for _ in range(nlinks)]
+    requesters = [rng.randrange(queues // 3 + 1) for _ in range(queues)]
+    links = [tuple(rng.sample(range(nlinks), rng.randint(1, 4))) for _ in range(queues)]
+    scan = SOURCE.progressive_fill(requesters, links, bw, 1 << 30)
+    assert same(SOURCE.progressive_fill(requesters, links, bw, 0), scan)
+    if NATIVE is not None:
+        assert same(NATIVE.progressive_fill(requesters, links, bw, 0), scan)
+        assert same(NATIVE.progressive_fill(requesters, links, bw, 1 << 30), scan)
+        assert same(NATIVE.progressive_fill(requesters, links, bw), scan)

@@ -459,66 +459,122 @@ class FairFabric(DataPlane):
 
     def _solve(self, _: object) -> None:
         """New rates for every queue connected to a changed link through shared links
-        or requesters."""
+        or requesters: each component filled on its own. Progressive filling carries
+        no number from one component to another (a link's key moves only with the
+        queues on it, and the first used among equal keys is the first used of its
+        own component too), so these are the very rates one fill of them all gives;
+        but that fill scans every component's links each round, and at 1,024 PEs
+        streaming ``neighbor`` 1:1 in lockstep (a component per pair of PEs, all
+        changing at one instant) its cost grew with the square of the PEs."""
         now = self.events.now
         dirty = self._dirty
         self._dirty = set()
         self.solves += 1
-        searches = self._searches
-        if self._whole:
-            found = [queue for mine in self._joined for queue in mine]
-        else:
-            found = self._affected(dirty)
-        if not found:
+        if self._whole or not self._reuse:
+            self._solve_together(dirty, now)
             return
-        heads = [q.head for q in found]
-        found = [found[i] for i in age_order(heads)]
-        # Known rates are looked up only for a component found before (no queue entered
-        # or left since): a hotspot's recomputations meet the same few orders of it, but
-        # a fresh component's queues are a new set (a Triton launch reused 9 of 2,338)
-        # and the lookup's key (a tuple of every queue, hashed) is not free.
-        known = self._reuse and not self._whole and self._searches == searches
-        key = tuple(found) if known else ()
+        comps = self._affected(dirty)
+        if not comps:
+            return
+        if len(comps) == 1:  # the usual case: its queues are in age order already
+            comp = comps[0]
+            self.solved_queues += len(comp.queues)
+            queues = self._fill(comp)
+            rates = comp.rates
+        else:
+            queues = []
+            rates = []
+            for comp in comps:
+                self.solved_queues += len(comp.queues)
+                queues.extend(self._fill(comp))
+                rates.extend(comp.rates)
+            # In age order across the components, as one fill of them all would set
+            # them (the order their completions are keyed in).
+            ranks = age_order([q.head for q in queues])
+            queues = [queues[i] for i in ranks]
+            rates = [rates[i] for i in ranks]
+        if self.on_solve is not None:
+            self._observe(comps, now)
+        self._set_rates(queues, rates, now)
+
+    def _set_rates(self, queues: list[Queue], rates: list[float], now: float) -> None:
+        """Give each queue's head its rate, in the order given (age order)."""
+        for i in range(len(queues)):
+            rate = rates[i]
+            head = queues[i].front
+            assert head is not None  # a queue with joined flows
+            if head.rate != rate:
+                self._set_rate(head, rate, now)
+
+    def _observe(self, comps: list[Component], now: float) -> None:
+        """Tell the observer every queue of ``comps`` in age order with its rate, as one
+        fill of them all together would have (tests)."""
+        assert self.on_solve is not None
+        every: list[Queue] = []
+        rates: list[float] = []
+        for comp in comps:
+            assert comp.order is not None  # solved just now
+            every.extend(comp.order)
+            rates.extend(comp.rates)
+        ranks = age_order([q.head for q in every])
+        self.on_solve(
+            now,
+            [(every[i].requester, every[i].links, every[i].head) for i in ranks],
+            [rates[i] for i in ranks],
+        )
+
+    def _fill(self, comp: Component) -> list[Queue]:
+        """Progressive filling over ``comp``'s queues in age order (or the rates of the
+        same queues in the same order met before): its order and rates, kept on it."""
+        found = comp.queues
+        order = [found[i] for i in age_order([q.head for q in found])]
+        # Known rates are looked up only for a component solved before (no queue
+        # entered or left since): a hotspot's recomputations meet the same few orders
+        # of it, but a fresh component's queues are a new set (a Triton launch reused 9
+        # of 2,338) and the lookup's key (a tuple of every queue, hashed) is not free.
+        known = comp.order is not None
+        key = tuple(order) if known else ()
         rates = self._known.get(key) if known else None
         if rates is None:
-            rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
+            rates = progressive_fill([q.rid for q in order], [q.links for q in order], self.bw)
             if known:
                 if len(self._known) == KNOWN:
                     self._known.clear()
                 self._known[key] = rates
         else:
             self.reused += 1
+        comp.order, comp.rates = order, rates
+        return order
+
+    def _solve_together(self, dirty: set[int], now: float) -> None:
+        """The definition the selective update must equal (tests): one fill of every
+        queue found (``whole``: of every joined queue), components searched afresh."""
+        if self._whole:
+            found = [queue for mine in self._joined for queue in mine]
+        else:
+            self._layout += 1  # no component found before this recomputation is kept
+            found = [queue for comp in self._affected(dirty) for queue in comp.queues]
+        if not found:
+            return
+        found = [found[i] for i in age_order([q.head for q in found])]
+        rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
         self.solved_queues += len(found)
         if self.on_solve is not None:
             self.on_solve(now, [(q.requester, q.links, q.head) for q in found], rates)
-        for i in range(len(found)):
-            rate = rates[i]
-            head = found[i].front
-            assert head is not None  # a queue with joined flows
-            if head.rate != rate:
-                self._set_rate(head, rate, now)
+        self._set_rates(found, rates, now)
 
-    def _affected(self, dirty: set[int]) -> list[Queue]:
-        """The queues of every component that holds a link of ``dirty``, in no
-        particular order (the caller puts them in age order)."""
-        if not self._reuse:
-            self._layout += 1  # no component found before this recomputation is kept
+    def _affected(self, dirty: set[int]) -> list[Component]:
+        """Every component that holds a link of ``dirty`` and a queue, once each."""
         comps, layout = self._comp, self._layout
-        found: list[Queue] = []
-        first: Component | None = None  # the one component found (the usual case)
+        found: list[Component] = []
         for i in dirty:
             comp = comps[i]
             if comp is None or comp.layout != layout:
                 comp = self._component(i)
             if comp.stamp != self.solves and comp.queues:
                 comp.stamp = self.solves
-                if first is None:
-                    first = comp
-                else:
-                    if not found:
-                        found.extend(first.queues)
-                    found.extend(comp.queues)
-        return first.queues if first is not None and not found else found
+                found.append(comp)
+        return found
 
     def _component(self, start: int) -> Component:
         """The queues connected to link ``start`` through shared links or a shared

@@ -21,6 +21,86 @@
 
 /* A rate below this many bytes/ns is rounding, never a real share (fairshare.NO_RATE). */
 static const double NO_RATE = 1e-9;
+/* Past this many links a solve finds its lowest key on a heap, not by a scan
+ * (fairshare.SCAN_MAX). */
+static const Py_ssize_t SCAN_MAX = 64;
+
+/* The links still to saturate as a binary heap by (key, u): its root is the link the
+ * scan would pick (the lowest key, the first used among equal ones). ``where`` holds
+ * each link's place in the heap plus one (0: not in it). */
+typedef struct {
+    Py_ssize_t *at;
+    Py_ssize_t *where;
+    const double *key;
+    Py_ssize_t size;
+} Heap;
+
+static inline int
+before(const Heap *h, Py_ssize_t a, Py_ssize_t b)
+{
+    return h->key[a] < h->key[b] || (h->key[a] == h->key[b] && a < b);
+}
+
+static void
+sift_up(Heap *h, Py_ssize_t i)
+{
+    Py_ssize_t u = h->at[i];
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2, p = h->at[parent];
+        if (!before(h, u, p))
+            break;
+        h->at[i] = p;
+        h->where[p] = i + 1;
+        i = parent;
+    }
+    h->at[i] = u;
+    h->where[u] = i + 1;
+}
+
+static void
+sift_down(Heap *h, Py_ssize_t i)
+{
+    Py_ssize_t u = h->at[i];
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1;
+        if (child >= h->size)
+            break;
+        if (child + 1 < h->size && before(h, h->at[child + 1], h->at[child]))
+            child++;
+        Py_ssize_t c = h->at[child];
+        if (!before(h, c, u))
+            break;
+        h->at[i] = c;
+        h->where[c] = i + 1;
+        i = child;
+    }
+    h->at[i] = u;
+    h->where[u] = i + 1;
+}
+
+/* Put link ``u`` in the heap under its current key, or take it out. */
+static void
+heap_set(Heap *h, Py_ssize_t u, int in)
+{
+    Py_ssize_t i = h->where[u] - 1;
+    if (in) {
+        if (i < 0) {
+            i = h->size++;
+            h->at[i] = u;
+        }
+        sift_up(h, i);
+        sift_down(h, h->where[u] - 1);
+    }
+    else if (i >= 0) {
+        h->where[u] = 0;
+        Py_ssize_t last = h->at[--h->size];
+        if (last != u) {
+            h->at[i] = last;
+            sift_up(h, i);
+            sift_down(h, h->where[last] - 1);
+        }
+    }
+}
 
 /* Tables kept between calls (the GIL is held throughout, and a call never re-enters):
  * link id -> its u, and requester number -> its index in this call, each valid where
@@ -81,8 +161,9 @@ static PyObject *
 progressive_fill(PyObject *module, PyObject *args)
 {
     PyObject *requesters, *links, *bw;
-    if (!PyArg_ParseTuple(args, "O!O!O!:progressive_fill", &PyList_Type, &requesters,
-                          &PyList_Type, &links, &PyList_Type, &bw))
+    Py_ssize_t scan_max = SCAN_MAX;
+    if (!PyArg_ParseTuple(args, "O!O!O!|n:progressive_fill", &PyList_Type, &requesters,
+                          &PyList_Type, &links, &PyList_Type, &bw, &scan_max))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(links), nlinks = PyList_GET_SIZE(bw);
     if (PyList_GET_SIZE(requesters) != n) {
@@ -180,6 +261,8 @@ progressive_fill(PyObject *module, PyObject *args)
     X(Py_ssize_t, touched, used)                                                    \
     X(char, full, used)                                                             \
     X(char, moved, used)                                                            \
+    X(Py_ssize_t, heaped, used)                                                     \
+    X(Py_ssize_t, where, used)                                                      \
     X(Py_ssize_t, mine_at, nreq + 1)                                                \
     X(Py_ssize_t, next_of, nreq) /* "at": its active one */
 #define SPAN_OF(type, name, count) +span((count), sizeof(type))
@@ -229,16 +312,29 @@ progressive_fill(PyObject *module, PyObject *args)
     for (Py_ssize_t u = 0; u < used; u++)
         if (active[u])
             key[u] = cap[u] / (double)active[u];
+    int scan = used <= scan_max; /* else the heap holds the links to saturate */
+    Heap heap = {heaped, where, key, 0};
+    if (!scan)
+        for (Py_ssize_t u = 0; u < used; u++)
+            if (active[u])
+                heap_set(&heap, u, 1);
 
     for (;;) {
         /* The next link to saturate: the lowest key, the first used among equal ones. */
         Py_ssize_t lk = -1;
         double level = 0.0;
-        for (Py_ssize_t u = 0; u < used; u++) {
-            if (active[u] && !full[u] && (lk < 0 || key[u] < level)) {
-                lk = u;
-                level = key[u];
+        if (scan) {
+            for (Py_ssize_t u = 0; u < used; u++) {
+                if (active[u] && !full[u] && (lk < 0 || key[u] < level)) {
+                    lk = u;
+                    level = key[u];
+                }
             }
+        }
+        else if (heap.size) {
+            lk = heaped[0];
+            level = key[lk];
+            heap_set(&heap, lk, 0);
         }
         if (lk < 0)
             break;
@@ -298,6 +394,8 @@ progressive_fill(PyObject *module, PyObject *args)
             Py_ssize_t k = active[other];
             if (k)
                 key[other] = (cap[other] - load[other] + starts[other]) / (double)k;
+            if (!scan)
+                heap_set(&heap, other, k && !full[other]);
         }
     }
 
@@ -402,7 +500,8 @@ age_order(PyObject *module, PyObject *heads)
 
 static PyMethodDef methods[] = {
     {"progressive_fill", progressive_fill, METH_VARARGS,
-     "progressive_fill(requesters, links, bw) -> rates: fairshare.py's, in C."},
+     "progressive_fill(requesters, links, bw, scan_max=SCAN_MAX) -> rates: fairshare.py's, "
+     "in C."},
     {"age_order", age_order, METH_O, "age_order(heads) -> positions: fairshare.py's, in C."},
     {NULL, NULL, 0, NULL},
 };

@@ -26,12 +26,16 @@ start levels sum to ``S``, carrying ``F`` of frozen rate, saturates at level
 freezes or starts; each round takes the link with the lowest key (the first used,
 among equal keys) and freezes its queues. A solve so costs what its queues touch plus
 ``rounds x links`` key comparisons, not ``rounds x queues``. The lowest key is found
-by a scan, not a heap: solves here have a few rounds over a few dozen links (1:1
-uniform traffic on 16 PEs: 7 rounds over 114 links, at most 50 rounds; a Triton
-launch: 10 rounds over 48), and a heap's tuple entries, compared generically, cost
-more than the scan (a fifth of a solve's instructions). Per-link state is indexed by
-link id in lists as long as the topology's (a solve allocates a few, and looks up no
-dict per link).
+by a scan up to ``SCAN_MAX`` links: most solves have a few rounds over a few dozen
+links (1:1 uniform traffic on 16 PEs: 7 rounds over 114 links, at most 50 rounds; a
+Triton launch: 10 rounds over 48), and a heap's tuple entries, compared generically,
+cost more than the scan (a fifth of a solve's instructions). Past it, on a heap by
+``(key, first use)``, whose root is the link the scan would pick: ``uniform`` traffic
+on 1,024 PEs is one component of about 2,000 queues, and a scan per round made each
+recomputation cost rounds x links. Per-link state is indexed by
+the link's place in the order of first use, as the C does: a solve costs the links it
+touches (indexed by link id, each solve made seven lists as long as the run's links,
+and a 1,024-PE ``neighbor`` run, a fill per component, took 12x longer).
 
 This module owns the arithmetic only: no time, no events (those are
 :mod:`kernbench.sim.fair_fabric`'s). It is what the pure-Python build runs; the compiled
@@ -43,10 +47,13 @@ launch under ``fair`` spent 59% of its simulation here (1:1 ``uniform``: 43%).
 
 from __future__ import annotations
 
+from heapq import heapify, heappop, heappush
 from typing import Final
 
 # A rate below this many bytes/ns is rounding, never a real share: it is zero.
 NO_RATE: Final = 1e-9
+# Past this many links a solve finds its lowest key on a heap, not by a scan.
+SCAN_MAX: Final = 64
 
 
 def age_order(heads: list[int]) -> list[int]:
@@ -61,30 +68,27 @@ def progressive_fill(
     requesters: list[int],
     links: list[tuple[int, ...]],
     bw: list[float],
+    scan_max: int = SCAN_MAX,
 ) -> list[float]:
     """The rate of each queue, given in age order (oldest first across the whole
-    list), with its requester's number and its route's link ids; ``bw`` by link id."""
+    list), with its requester's number and its route's link ids; ``bw`` by link id.
+    Past ``scan_max`` links the lowest key is found on a heap (the same link: tests
+    set ``scan_max`` to compare the two ways)."""
     n = len(links)
     rate = [0.0] * n
     frozen = [False] * n
     running = [False] * n  # its requester's active queue
     began = [0.0] * n  # the level at which each active queue started
-    # Per link, by id (a topology has hundreds, a solve touches a few dozen): its place
-    # in ``used`` (-1: unused here), frozen load on it, active queues, the sum of their
-    # start levels, the level at which it saturates (valid while it has active queues),
-    # whether it has saturated, and whether it is to be re-keyed.
-    nlinks = len(bw)
-    number = [-1] * nlinks
-    load = [0.0] * nlinks
-    active = [0] * nlinks
-    starts = [0.0] * nlinks
-    key = [0.0] * nlinks
-    full = [False] * nlinks
-    moved = [False] * nlinks
-    # The links these queues use, in order of first use: the order that breaks ties
-    # between links saturating at one level; and the queues on each, by that number.
-    used: list[int] = []
+    # The links these queues use, by their place in order of first use (``u``): the
+    # order that breaks ties between links saturating at one level. Per link (by
+    # ``u``, so a solve costs the links it touches, not the topology's): its
+    # bandwidth, the queues on it, frozen load on it, active queues, the sum of their
+    # start levels, the level at which it saturates (valid while it has active
+    # queues), whether it has saturated, and whether it is to be re-keyed.
+    number: dict[int, int] = {}  # link id -> u
+    cap: list[float] = []
     users: list[list[int]] = []
+    route: list[list[int]] = []  # per queue, its links' u
     owner: list[int] = []  # per queue, its requester's index
     order: list[list[int]] = []  # per requester, its queues oldest first
     index: dict[int, int] = {}
@@ -97,35 +101,57 @@ def progressive_fill(
         else:
             order[r].append(q)
         owner.append(r)
+        mine: list[int] = []
         for lk in links[q]:
-            i = number[lk]
+            i = number.get(lk, -1)
             if i < 0:
-                number[lk] = len(used)
-                used.append(lk)
+                i = number[lk] = len(users)
+                cap.append(bw[lk])
                 users.append([q])
             else:
                 users[i].append(q)
+            mine.append(i)
+        route.append(mine)
+    nlinks = len(users)
+    load = [0.0] * nlinks
+    active = [0] * nlinks
+    starts = [0.0] * nlinks
+    key = [0.0] * nlinks
+    full = [False] * nlinks
+    moved = [False] * nlinks
     at = [0] * len(order)
     for mine in order:  # every requester starts its oldest queue at level 0
         running[mine[0]] = True
-        for lk in links[mine[0]]:
-            active[lk] += 1
-    for lk in used:
-        if active[lk]:
-            key[lk] = bw[lk] / active[lk]
+        for u in route[mine[0]]:
+            active[u] += 1
+    for u in range(nlinks):
+        if active[u]:
+            key[u] = cap[u] / active[u]
+    scan = nlinks <= scan_max
+    # Else every link still to saturate has an entry (its key, u) here, pushed when it
+    # was last keyed; an entry whose key is not the link's any more is skipped.
+    heap = [] if scan else [(key[u], u) for u in range(nlinks) if active[u]]
+    heapify(heap)
     while True:
         # The next link to saturate: the lowest key, the first used among equal ones.
         lk = -1
         level = 0.0
-        for i in used:
-            if active[i] and not full[i] and (lk < 0 or key[i] < level):
-                lk = i
-                level = key[i]
+        if scan:
+            for i in range(nlinks):
+                if active[i] and not full[i] and (lk < 0 or key[i] < level):
+                    lk = i
+                    level = key[i]
+        else:
+            while heap:
+                level, i = heappop(heap)
+                if active[i] and not full[i] and key[i] == level:
+                    lk = i
+                    break
         if lk < 0:
             return rate
         full[lk] = True  # saturated: no unfrozen queue crosses it any more
         hit = []  # the active queues it stops (the others freeze at zero)
-        for q in users[number[lk]]:
+        for q in users[lk]:
             if not frozen[q]:
                 frozen[q] = True
                 if running[q]:
@@ -138,7 +164,7 @@ def progressive_fill(
                 share = 0.0
             rate[q] = share
             b = began[q]
-            for other in links[q]:
+            for other in route[q]:
                 if other != lk:
                     active[other] -= 1
                     starts[other] -= b
@@ -156,7 +182,7 @@ def progressive_fill(
                 q = mine[i]
                 running[q] = True
                 began[q] = level
-                for other in links[q]:
+                for other in route[q]:
                     active[other] += 1
                     starts[other] += level
                     if not moved[other]:
@@ -166,4 +192,6 @@ def progressive_fill(
             moved[other] = False
             k = active[other]
             if k:
-                key[other] = (bw[other] - load[other] + starts[other]) / k
+                key[other] = (cap[other] - load[other] + starts[other]) / k
+                if not scan and not full[other]:
+                    heappush(heap, (key[other], other))

@@ -242,14 +242,17 @@ class Lane:
 
 class Component:
     """Queues connected through shared links, as found under one layout of joined
-    queues (the fabric's count of entries and exits when it searched)."""
+    queues (the fabric's count of entries and exits when it searched); once solved,
+    its queues in the age order of its last solve, and their rates."""
 
-    __slots__ = ("layout", "queues", "stamp")
+    __slots__ = ("layout", "queues", "stamp", "order", "rates")
 
     def __init__(self, layout: int, queues: list[Queue]) -> None:
         self.layout = layout
         self.queues = queues
         self.stamp = 0  # the last recomputation that took it
+        self.order: list[Queue] | None = None  # None: not solved yet
+        self.rates: list[float] = []
 
 
 def draining(queue: Queue, now: float) -> bool:
