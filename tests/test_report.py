@@ -34,7 +34,7 @@ def bw_rows() -> list[dict]:
             "workload.align_offset_bytes": 0,
             "workload.active_pes": active,
         }
-        rows.append(make_row(flat, status="ok", metrics={"effective_bw_gbs": bw}))
+        rows.append(make_row(flat, status="ok", metrics={"mean_pe_bw_gbs": bw}))
     rows.append(make_row({**flat, "workload.access_bytes": 3}, status="error", error="boom"))
     return rows
 
@@ -154,7 +154,7 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
         "dispatch_ratio_latency.png",
         "report.html",
         "report.txt",
-        "report_effective_bw_gbs.png",
+        "report_mean_pe_bw_gbs.png",
         "results.parquet",
     ]
     assert (sweep / "dispatch_ratio_latency.png").read_bytes()[:4] == b"\x89PNG"

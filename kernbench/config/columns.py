@@ -24,17 +24,19 @@ _STREAM = {
     "accesses": NUMBER,
     "sim_time_ns": NUMBER,
     "bytes_moved": NUMBER,
-    "effective_bw_gbs": NUMBER,
-    "effective_bw_min_gbs": NUMBER,
-    "effective_bw_max_gbs": NUMBER,
-    "bw_fairness": NUMBER,
+    "mean_pe_bw_gbs": NUMBER,
     "aggregate_bw_gbs": NUMBER,
+    "min_pe_bw_gbs": NUMBER,
+    "max_pe_bw_gbs": NUMBER,
+    "bw_fairness": NUMBER,
     "peak_bw_per_pe_gbs": NUMBER,
     "peak_aggregate_bw_gbs": NUMBER,
     "peak_pattern_bw_gbs": NUMBER,
     "bw_efficiency": NUMBER,
     "busiest_link": TEXT,
     "busiest_link_utilization": NUMBER,
+    "cpu_utilization": NUMBER,
+    "bottleneck": TEXT,
     "install_latency_ns": NUMBER,
     "install_bytes": NUMBER,
 }
@@ -144,6 +146,33 @@ SPEED_TIMINGS: dict[str, str] = {
     "accesses_per_s": NUMBER,
     "bare_simpy_events_per_s": NUMBER,
     "speed_ratio": NUMBER,
+}
+
+
+# Columns renamed since tables were first written: old name -> name now. A report of an
+# older results.parquet reads them under the new names (kernbench.report.tables.read);
+# resume and the point cache never meet them (they keep only rows and entries of this
+# code). effective_bw_*: the per-PE figures' mean, least and most, named so the mean
+# is not read as the launch's aggregate (aggregate_bw_gbs).
+RENAMED: dict[str, str] = {
+    "effective_bw_gbs": "mean_pe_bw_gbs",
+    "effective_bw_min_gbs": "min_pe_bw_gbs",
+    "effective_bw_max_gbs": "max_pe_bw_gbs",
+}
+
+# What the columns this file's tables added or renamed mean (their unit is
+# kernbench.units.unit_of's, from the name).
+MEANINGS: dict[str, str] = {
+    "mean_pe_bw_gbs": "the mean over the active PEs of each PE's bytes over its own time",
+    "min_pe_bw_gbs": "the lowest of the active PEs' own bandwidths",
+    "max_pe_bw_gbs": "the highest of the active PEs' own bandwidths",
+    "aggregate_bw_gbs": "every byte that reached or left HBM over the launch's time",
+    "cpu_utilization": "the PE CPUs' mean busy time (issuing commands) over the launch's time",
+    "bottleneck": (
+        "what bounds the run: cpu, gemm, math or dma (the busiest unit); a stream's is"
+        " cpu or its busiest link when that is busy 90% of the time or more, else dma"
+        " (the accesses in flight)"
+    ),
 }
 
 

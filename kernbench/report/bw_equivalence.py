@@ -106,7 +106,7 @@ def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One row per configuration (``keys``) with each mapping's bandwidth and busiest
     link side by side, and the inputs the classes need; configurations that lack a
     mapping (it failed) are dropped."""
-    values = ["effective_bw_gbs", "busiest_link"]
+    values = ["mean_pe_bw_gbs", "busiest_link"]
     wide = ok.pivot_table(index=keys, columns=MAPPING, values=values, aggfunc="first")
     wide.columns = [f"{v}_{m}" for v, m in wide.columns]
     wide = wide.dropna().reset_index()
@@ -131,8 +131,8 @@ def _classify(out: pd.DataFrame) -> pd.DataFrame:
     aligned = (out[ACCESS] % stripe == 0) & (out[ALIGN] % stripe == 0)
     small = np.where(out[ACCESS] < stripe, "< stripe", "misaligned")
     out["access_class"] = np.where(aligned, "aligned", small)
-    out[N1] = out["effective_bw_gbs_n_to_one"].astype(float)
-    out[ONE] = out["effective_bw_gbs_one_to_one"].astype(float)
+    out[N1] = out["mean_pe_bw_gbs_n_to_one"].astype(float)
+    out[ONE] = out["mean_pe_bw_gbs_one_to_one"].astype(float)
     out[RATIO] = out[ONE] / out[N1]
     links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
     out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]

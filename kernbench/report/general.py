@@ -32,7 +32,7 @@ TIMINGS = frozenset(
 )
 # The metrics a table shows per workload; the first is the default plot metric.
 MAIN_METRICS: dict[str, tuple[str, ...]] = {
-    "stream": ("effective_bw_gbs", "aggregate_bw_gbs", "bw_efficiency", "sim_time_ns"),
+    "stream": ("mean_pe_bw_gbs", "aggregate_bw_gbs", "bw_efficiency", "bottleneck", "sim_time_ns"),
     "gqa_opt2": (
         "kernel_latency_ns",
         "bottleneck",
