@@ -365,17 +365,19 @@ def run_hydra_job(chunk: Chunk, point: Point, task: Any, context: Any) -> PointR
 
     start = time.perf_counter()
     cfg = point_config(chunk.config, point)
-    ret = run_job(
-        hydra_context=context,
-        task_function=task,
-        config=cfg,
-        job_dir_key="hydra.sweep.dir",
-        job_subdir_key="hydra.sweep.subdir",
-    )
+    out = io.StringIO()  # the job's metrics block: for points.log, not the terminal
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        ret = run_job(
+            hydra_context=context,
+            task_function=task,
+            config=cfg,
+            job_dir_key="hydra.sweep.dir",
+            job_subdir_key="hydra.sweep.subdir",
+        )
     failed = ret.status == JobStatus.FAILED
     error = f"{type(ret._return_value).__name__}: {ret._return_value}" if failed else None
     status = "error" if failed else "ok"
-    return PointResult(point.num, status, error, "", _since(start), job_return=ret)
+    return PointResult(point.num, status, error, out.getvalue(), _since(start), job_return=ret)
 
 
 def _since(start: float) -> float:
