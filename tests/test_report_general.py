@@ -6,7 +6,6 @@ Chromium (skipped, with the reason, where no browser is installed).
 
 from __future__ import annotations
 
-import base64
 import html
 import itertools
 import json

@@ -90,8 +90,9 @@ for (const fig of document.querySelectorAll("figure.plot")) {
   for (const t of svg.querySelectorAll("text")) {
     if (!t.textContent.trim()) continue;
     const b = t.getBBox(), m = t.getScreenCTM();
+    const at = ([x, y]) => page(new DOMPoint(x, y).matrixTransform(m));
     const corners = [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
-                     [b.x, b.y + b.height]].map(([x, y]) => page(new DOMPoint(x, y).matrixTransform(m)));
+                     [b.x, b.y + b.height]].map(at);
     const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
     texts.push({text: t.textContent, corners, px});
   }

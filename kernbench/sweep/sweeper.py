@@ -181,9 +181,7 @@ def quiet_optimizer(sweep_dir: Path) -> PointsLog:
     for name in OPTIMIZER_LOGGERS:
         logger = logging.getLogger(name)
         for old in list(logger.handlers):  # optuna's own (coloured) stderr handler
-            if isinstance(old, logging.StreamHandler) and not isinstance(
-                old, logging.FileHandler
-            ):
+            if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
                 logger.removeHandler(old)
         logger.addHandler(handler)
         logger.propagate = False
