@@ -9,12 +9,16 @@ has exactly these metric columns, of these kinds, so the table cannot drift from
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from kernbench.config.schema import (
     DecoderLayerWorkloadConfig,
     GqaWorkloadConfig,
     StreamWorkloadConfig,
     TritonWorkloadConfig,
 )
+from kernbench.config.store import conf_dir
 
 NUMBER = "number"
 TEXT = "text"
@@ -174,6 +178,35 @@ MEANINGS: dict[str, str] = {
         " (the accesses in flight)"
     ),
 }
+
+
+# The config groups a user composes a run from (``channel_mapping=one_to_one``,
+# ``traffic=hotspot``, ``+experiment=...``): each row names the option chosen in a
+# column of the group's name, null where none was (``traffic`` by default). What they
+# set is in the config columns too; these say it as the user typed it. They are not
+# part of the config hash or the point cache's key: two compositions of one config are
+# one point. ``paths`` says where outputs go, not what was simulated.
+NOT_GROUPS = ("paths",)
+EXPERIMENT = "experiment"
+
+
+@functools.cache
+def group_names() -> tuple[str, ...]:
+    """The group columns, in the order a row holds them: conf/'s groups, then
+    ``experiment``."""
+    found = sorted(p.name for p in conf_dir().iterdir() if p.is_dir() and p.name not in NOT_GROUPS)
+    return (*found, EXPERIMENT)
+
+
+def group_columns(choices: Any) -> dict[str, str | None]:
+    """The group columns of a row from Hydra's ``hydra.runtime.choices`` (a mapping of
+    group to option, ``None`` for a group left empty)."""
+    known = dict(choices or {})
+    return {name: _option(known.get(name)) for name in group_names()}
+
+
+def _option(value: Any) -> str | None:
+    return None if value is None or str(value) == "None" else str(value)
 
 
 def metric_columns(workload: object, measure_speed: bool = False) -> dict[str, str]:

@@ -411,11 +411,12 @@ def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
     column per PE count and N of those that vary; nothing folded (a cell is one
     configuration), the colours fitted to the figures (1 white: the mappings agree).
     Cases run down the page, so their labels read across, at full size."""
-    sizes = t[ACCESS].nunique() > 1
-    cells = zip(t["case"], t[ACCESS], t["size"], strict=True)
+    sizes = ACCESS in t and t[ACCESS].nunique() > 1
+    access = t[ACCESS] if sizes else t["size"]
+    cells = zip(t["case"], access, t["size"], strict=True)
     t = t.assign(line=[f"{c}, {format_value(a)} B ({s})" if sizes else f"{c}, {s}"
                        for c, a, s in cells])  # fmt: skip
-    order = list(dict.fromkeys(t.sort_values(["case", ACCESS], kind="stable")["line"]))
+    order = list(dict.fromkeys(t.sort_values(["case", "line"], kind="stable")["line"]))
     grid = t.pivot_table(index="line", columns="shape", values=RATIO, aggfunc=_one).loc[order]
     values = grid.to_numpy(dtype=float)
     low, high = float(np.nanmin(values)), float(np.nanmax(values))

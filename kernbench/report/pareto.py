@@ -27,8 +27,8 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from kernbench.config.objective import names  # noqa: E402
 from kernbench.report.claims import Claim  # noqa: E402
+from kernbench.report.general import independent_axes, swept_keys  # noqa: E402
 from kernbench.report.plots import _save, wrapped  # noqa: E402
-from kernbench.report.tables import varying_config  # noqa: E402
 from kernbench.results import STATUS_OK  # noqa: E402
 from kernbench.results.pareto import (  # noqa: E402
     MAXIMIZE,
@@ -106,7 +106,9 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     if on_front.empty:
         return None
     ok = df[df["status"] == STATUS_OK]
-    keys = [k for k in varying_config(ok) if k not in wanted]
+    # the keys as the user chose them (address=la, not address.model=la): group
+    # options first, each key the others determine left out
+    keys = independent_axes(ok, [k for k in swept_keys(ok) if k not in wanted])
     out = on_front[[*wanted, *keys]].drop_duplicates().reset_index(drop=True)
     out.attrs[ATTR] = wanted
     out.attrs[DIRECTIONS] = list(directions)
