@@ -351,14 +351,20 @@ def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     With both fabric models they draw the fair rows, and their titles say so: a point
     or cell never mixes the models (the table and the booking-order claims hold the
     reservation figures)."""
-    fair_only = both_models(table)
-    t = table[table[FABRIC] == FAIR].copy() if fair_only else table.copy()
+    t = plotted(table)
+    note = " (fair fabric model)" if both_models(table) else ""
+    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
+
+
+def plotted(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows the plots draw (the fair ones under both models), with their traffic
+    case, access class and shape (the PE count and N, of those that vary)."""
+    t = table[table[FABRIC] == FAIR].copy() if both_models(table) else table.copy()
     shape_keys = [k for k in (PES, CHANNELS_PER_PE) if k in t and t[k].nunique() > 1]
     t["size"] = t["access_class"]
     t["case"] = t.apply(_case, axis=1)
     t["shape"] = t.apply(_shape, axis=1, keys=shape_keys)
-    note = " (fair fabric model)" if fair_only else ""
-    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
+    return t
 
 
 def _scatter(t: pd.DataFrame, path: Path, note: str = "") -> Path:
@@ -393,7 +399,7 @@ def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: li
     for (size, shape), g in part.groupby(["size", "shape"], sort=False):
         i = groups.index((size, shape))
         drawn = ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
-                           label=f"{size}, {shape}", edgecolors="white",
+                           label=size if shape == "all" else f"{size}, {shape}", edgecolors="white",
                            linewidths=0.4)  # fmt: skip
         shift = ScaledTranslation((i - centre) * DODGE_PT / 72, 0, ax.figure.dpi_scale_trans)
         drawn.set_offset_transform(ax.transData + shift)
@@ -407,20 +413,28 @@ def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: li
 
 
 def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
+    return save_figure(heat_figure(t, note), out_dir / "bw_equivalence_ratio.png")
+
+
+def heat_figure(t: pd.DataFrame, note: str = "") -> plt.Figure:
     """1:1 / n:1 per configuration: one row per traffic case and access size, one
     column per PE count and N of those that vary; nothing folded (a cell is one
-    configuration), the colours fitted to the figures (1 white: the mappings agree).
+    configuration), the colours fitted to the figures and the tolerance (1 white: the
+    mappings agree).
     Cases run down the page, so their labels read across, at full size."""
     sizes = ACCESS in t and t[ACCESS].nunique() > 1
     access = t[ACCESS] if sizes else t["size"]
     cells = zip(t["case"], access, t["size"], strict=True)
     t = t.assign(line=[f"{c}, {format_value(a)} B ({s})" if sizes else f"{c}, {s}"
                        for c, a, s in cells])  # fmt: skip
-    order = list(dict.fromkeys(t.sort_values(["case", "line"], kind="stable")["line"]))
+    by = ["case", ACCESS] if sizes else ["case", "line"]
+    order = list(dict.fromkeys(t.sort_values(by, kind="stable")["line"]))
     grid = t.pivot_table(index="line", columns="shape", values=RATIO, aggfunc=_one).loc[order]
     values = grid.to_numpy(dtype=float)
+    # fitted to the figures, but never narrower than the claims' tolerance: a cell
+    # within it stays pale, however small the spread
     low, high = float(np.nanmin(values)), float(np.nanmax(values))
-    norm = TwoSlopeNorm(1.0, vmin=min(low, 1 - 1e-4), vmax=max(high, 1 + 1e-4))
+    norm = TwoSlopeNorm(1.0, vmin=min(low, 1 - BW_EQUAL_TOL), vmax=max(high, 1 + BW_EQUAL_TOL))
     width = 1.1 * values.shape[1] + 5.2
     fig, ax = plt.subplots(figsize=(width, 0.3 * values.shape[0] + 1.8), layout="constrained")
     image = ax.imshow(values, cmap="RdBu", norm=norm, aspect="auto")
@@ -436,8 +450,9 @@ def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
     fig.suptitle(wrapped(title, width, 11), fontsize=11)
     ax.set_ylabel("traffic case, access size", fontsize=9)
     ax.set_xlabel("PEs per cube, channels per PE (N)", fontsize=9)
-    fig.colorbar(image, ax=ax).set_label("1:1 / n:1 per-PE bandwidth", fontsize=9)
-    return save_figure(fig, out_dir / "bw_equivalence_ratio.png")
+    bar = fig.colorbar(image, ax=ax, format="%.3f")
+    bar.set_label("1:1 / n:1 per-PE bandwidth", fontsize=9)
+    return fig
 
 
 def _one(values: pd.Series) -> float:
