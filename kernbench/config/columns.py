@@ -174,8 +174,8 @@ MEANINGS: dict[str, str] = {
     "cpu_utilization": "the PE CPUs' mean busy time (issuing commands) over the launch's time",
     "bottleneck": (
         "what bounds the run: cpu, gemm, math or dma (the busiest unit); a stream's is"
-        " cpu or its busiest link when that is busy 90% of the time or more, else dma"
-        " (the accesses in flight)"
+        " cpu or its busiest link when that is saturated (busy kernbench.sim.metrics."
+        "SATURATED of the launch's time or more), else dma (the accesses in flight)"
     ),
 }
 
@@ -207,6 +207,10 @@ def group_columns(choices: Any) -> dict[str, str | None]:
 
 def _option(value: Any) -> str | None:
     return None if value is None or str(value) == "None" else str(value)
+
+
+# What each group column (group_names()) means; its options are conf/<group>/'s files.
+GROUP_MEANING = "the option chosen for the {group} group (null: none chosen)"
 
 
 def metric_columns(workload: object, measure_speed: bool = False) -> dict[str, str]:
