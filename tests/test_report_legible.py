@@ -57,9 +57,12 @@ def stream_row(mapping, pes, pseudo, case, access, fabric="fair", small=False) -
         "workload.op": op,
         "sim.fabric": fabric,
     }
-    bw = CASES[case] * min(1.0, access / 65536) ** 0.5 * (2 if pes == 4 else 1)
-    if access == 65792 and mapping == "one_to_one":  # misaligned: 1:1 a little slower
-        bw *= 0.97
+    # a PE's figure halves from 4 to 8 PEs per cube, except neighbour reads (as in the
+    # main job, where several shapes and sizes meet at one point of the scatter)
+    halves = pes == 8 and case != ("neighbor", "all", "read")
+    bw = CASES[case] * min(1.0, access / 65536) ** 0.5 / (2 if halves else 1)
+    if mapping == "one_to_one":  # misaligned a little slower, hotspot's 512 B 5% slower
+        bw *= 0.997 if access == 65792 else 0.95 if (pattern, access) == ("hotspot", 512) else 1
     metrics = {"mean_pe_bw_gbs": bw, "aggregate_bw_gbs": bw * pes * 2, "busiest_link": LINK,
                "bw_fairness": 1.0}  # fmt: skip
     return make_row(flat, status="ok", metrics=metrics)
@@ -198,9 +201,9 @@ def test_every_plot_is_legible_and_shows_every_series(rows, tmp_path):
 
 def test_the_heat_map_has_a_cell_per_configuration_and_a_fitted_colour_bar():
     """The 20-point sweep: 10 configurations (2 cases x 5 sizes), one cell each, one
-    column (PEs and N are not swept), none folded into another. 1:1 is 3% slower on
-    the 65792 B (misaligned) rows: the bar runs from 0.97 to 1.01 (the tolerance above
-    1, as no ratio exceeds it), not to 1.25."""
+    column (PEs and N are not swept), none folded into another. 1:1 is 5% slower on
+    hotspot's 512 B row: the bar runs from 0.95 to 1.01 (the tolerance above 1, as no
+    ratio exceeds it), not to 1.05 (symmetric) or 1.25."""
     import pandas as pd
 
     from kernbench.report import bw_equivalence as bw
@@ -213,7 +216,7 @@ def test_the_heat_map_has_a_cell_per_configuration_and_a_fitted_colour_bar():
     assert sorted(cells) == sorted(f"{v:.4f}" for v in table[bw.RATIO])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["all"]
     norm = ax.images[0].norm
-    assert norm.vmin == pytest.approx(0.97) and norm.vmax == pytest.approx(1 + bw.BW_EQUAL_TOL)
+    assert norm.vmin == pytest.approx(0.95) and norm.vmax == pytest.approx(1 + bw.BW_EQUAL_TOL)
     assert ax.get_yticklabels()[0].get_text() == "hotspot, 512 B (< stripe)"  # sizes in order
 
 

@@ -396,7 +396,9 @@ def _scatter(t: pd.DataFrame, path: Path, note: str = "") -> Path:
 
 def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: list, n: int) -> None:
     centre = (len(groups) - 1) / 2
-    for (size, shape), g in part.groupby(["size", "shape"], sort=False):
+    # drawn in the order of their shifts, so each marker's left edge stays uncovered
+    drawn_in = sorted(part.groupby(["size", "shape"], sort=False), key=lambda k: groups.index(k[0]))
+    for (size, shape), g in drawn_in:
         i = groups.index((size, shape))
         drawn = ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
                            label=size if shape == "all" else f"{size}, {shape}", edgecolors="white",
