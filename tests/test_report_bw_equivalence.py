@@ -353,6 +353,7 @@ def test_plots_with_both_models_draw_the_fair_rows(tmp_path, monkeypatch):
     assert "(fair fabric model)" in scatter._suptitle.get_text()
     points = sum(len(c.get_offsets()) for ax in scatter.axes for c in ax.collections)
     assert points == 12  # the fair half of the 24 rows
-    heat = drawn["bw_equivalence_ratio.png"].axes[0]
-    assert "(fair fabric model)" in heat.get_title()
-    assert {t.get_text() for t in heat.texts} == {"1.000", "0.900", "0.800"}
+    heat_figure = drawn["bw_equivalence_ratio.png"]
+    heat = heat_figure.axes[0]
+    assert "(fair fabric model)" in heat_figure._suptitle.get_text()
+    assert {t.get_text() for t in heat.texts} == {"1.0000", "0.9000", "0.8000"}

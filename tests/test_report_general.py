@@ -295,7 +295,8 @@ const topOf = e => e ? e.getBoundingClientRect().top + window.scrollY : null;
 const shown = [...document.querySelectorAll("table")].filter(t => t.getClientRects().length);
 const tables = [...document.querySelectorAll("table")];
 const out = {
-  verdict: topOf(document.querySelector(".claim")), plot: topOf(document.querySelector("img")),
+  verdict: topOf(document.querySelector(".claim")),
+  plot: topOf(document.querySelector("img, figure.plot")),
   details: topOf(document.querySelector("details")), table: shown.length ? topOf(shown[0]) : null,
   verdictFirst: !!(document.querySelector(".claim").compareDocumentPosition(tables[0])
                    & Node.DOCUMENT_POSITION_FOLLOWING),
