@@ -315,12 +315,12 @@ def _hide_unused(axs: np.ndarray, used: int) -> None:
 def untangle_ticks(fig: Figure, axes: list) -> None:
     """No two x tick labels overlap: if any do, every panel's labels are turned 45°;
     a label still overlapping the one before it is left out."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     if any(_overlapping(ax, renderer) for ax in axes):
         for ax in axes:
             plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     for ax in axes:
         for label in _overlapping(ax, renderer):
             label.set_visible(False)

@@ -56,6 +56,9 @@ def save_figure(fig: plt.Figure, path: Path, dpi: int = 110) -> Path:
     the font matplotlib measured it with; ids salted with the file's name, so several
     figures inlined in one page never share one), close it, return ``path``."""
     fig.savefig(path, dpi=dpi)
+    engine = fig.get_layout_engine()
+    if engine is not None and engine.colorbar_gridspec is False:  # constrained: laid out
+        fig.set_layout_engine("none")  # once is enough; the SVG keeps the PNG's layout
     with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
         fig.savefig(path.with_suffix(".svg"))
     plt.close(fig)
