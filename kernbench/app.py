@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.cli import entry
 from kernbench.config import objective
+from kernbench.config.columns import group_columns
 from kernbench.config.store import conf_dir, register_configs
 from kernbench.job import JobId, run_job
 from kernbench.results import RESULT_FILE, STATUS_OK
@@ -52,9 +53,10 @@ register_configs()
 @point_task  # the fast sweep runs its points through run_job (kernbench.sweep.points)
 def _hydra_task(cfg: DictConfig) -> str | objective.Value:
     hydra_cfg = HydraConfig.get()
-    job = JobId()
+    groups = group_columns(hydra_cfg.runtime.choices)
+    job = JobId(groups=groups)
     if hydra_cfg.mode == RunMode.MULTIRUN:
-        job = JobId(sweep_id=str(hydra_cfg.sweep.dir), job_num=int(hydra_cfg.job.num))
+        job = JobId(str(hydra_cfg.sweep.dir), int(hydra_cfg.job.num), groups)
     cache = point_cache(cfg, Path(hydra_cfg.runtime.cwd))
     out_dir = Path(hydra_cfg.runtime.output_dir)
     # A sweep reports per point (SweepProgress); a bar is for one run on a terminal.

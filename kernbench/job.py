@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass, is_dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,10 +51,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class JobId:
-    """Where a job sits in a sweep (both None for a single run)."""
+    """Where a job sits in a sweep (both None for a single run), and the group options
+    it was composed from (:func:`kernbench.config.columns.group_columns`; its row's
+    first columns)."""
 
     sweep_id: str | None = None
     job_num: int | None = None
+    groups: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def run_job(
@@ -222,6 +225,7 @@ def _write(
         sweep_id=job.sweep_id,
         job_num=job.job_num,
         cached=cached,
+        groups=job.groups,
     )
     if rows is not None:
         rows.append(row)

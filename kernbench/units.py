@@ -65,6 +65,11 @@ LABEL_WORDS: dict[str, str] = {
     "dispatch_cycles_per_tile": "dispatch cost",
     "sim_wall_s": "simulation wall time",
     "wall_s": "wall time",
+    "mean_pe_bw_gbs": "mean per-PE bandwidth",
+    "min_pe_bw_gbs": "lowest per-PE bandwidth",
+    "max_pe_bw_gbs": "highest per-PE bandwidth",
+    "aggregate_bw_gbs": "aggregate bandwidth",
+    "hbm_channels_used": "HBM channels used",
 }
 UNIT_SUFFIXES = (
     "_bytes_per_tile",

@@ -87,6 +87,9 @@ def test_bandwidth_equivalence_of_both_modes_on_the_same_workload():
     # link, each one half-duplex HBM resource that the reads' bytes leave HBM on
     assert rows[True].pop("busiest_link") == "sip0.cube0.pe0.ch_r0<->sip0.cube0.hbm_ctrl"
     assert rows[False].pop("busiest_link") == "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
+    # ... busy enough to bound the stream: the bottleneck names it
+    assert rows[True].pop("bottleneck") == "sip0.cube0.pe0.ch_r0<->sip0.cube0.hbm_ctrl"
+    assert rows[False].pop("bottleneck") == "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
     assert rows[True] == rows[False]
     # two PEs hold the tensor: one message of 2 segments, 16 + 2 x 32 = 80 B, in either
     # mode: 1005 + 80 x 53/128 = 1038.125 ns

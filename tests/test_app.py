@@ -27,7 +27,7 @@ from kernbench.results import (
 STREAM_METRICS = [
     "sim_time_ns",
     "bytes_moved",
-    "effective_bw_gbs",
+    "mean_pe_bw_gbs",
     "aggregate_bw_gbs",
     "peak_bw_per_pe_gbs",
     "peak_aggregate_bw_gbs",

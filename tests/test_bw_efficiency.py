@@ -6,7 +6,7 @@ bytes split evenly over the target's routers; a read's bytes load its way back, 
 the target's HBM to the reader's DMA, DESIGN §13.1), and ``bw_efficiency`` is
 ``aggregate_bw_gbs / peak_pattern_bw_gbs``: at most 1 by construction.
 
-It used to be ``effective_bw_gbs / peak_bw_per_pe_gbs`` (one PE's own HBM), which read
+It used to be ``mean_pe_bw_gbs / peak_bw_per_pe_gbs`` (one PE's own HBM), which read
 1.10 for ``uniform`` from one PE with 4 channels per PE: that PE reaches its own HBM
 (128 GB/s) and, at the same time, the other PEs' over its 128 GB/s link to the NOC,
 so it can move more than its own HBM's bandwidth.
@@ -119,8 +119,8 @@ def test_uniform_from_one_pe_peaks_at_its_busiest_link_not_its_own_hbm(channels)
     assert m["bw_efficiency"] == pytest.approx(busy / m["sim_time_ns"], rel=1e-12)
     assert m["bw_efficiency"] <= 1
     moved = 8 * a / m["sim_time_ns"]
-    assert m["effective_bw_gbs"] == pytest.approx(moved, rel=1e-12)
-    old_efficiency = m["effective_bw_gbs"] / m["peak_bw_per_pe_gbs"]
+    assert m["mean_pe_bw_gbs"] == pytest.approx(moved, rel=1e-12)
+    old_efficiency = m["mean_pe_bw_gbs"] / m["peak_bw_per_pe_gbs"]
     assert old_efficiency == pytest.approx(moved / hbm, rel=1e-12)
     assert old_efficiency == pytest.approx(0.546 if hbm == 256 else 1.092, abs=1e-3)
 

@@ -216,7 +216,7 @@ def _forged(store, key, metrics):
     "metrics",
     [
         {**METRICS, "sim_time_ns": "62"},  # text for a time
-        {**METRICS, "effective_bw_gbs": math.nan},  # NaN bandwidth
+        {**METRICS, "mean_pe_bw_gbs": math.nan},  # NaN bandwidth
         {**METRICS, "bytes_moved": math.inf},
         {**METRICS, "bytes_moved": True},  # a bool is not a size
         {**METRICS, "per_pe": [1.0, 2.0]},  # not a scalar

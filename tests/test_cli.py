@@ -289,7 +289,7 @@ def test_help_hides_base_configs_and_shows_plus_experiment():
 
 def test_units_come_from_the_names():
     assert [unit_of(k) for k in ("workload.access_bytes", "topology.links.pcie_latency_ns",
-            "effective_bw_gbs", "dispatch_cycles_per_tile", "topology.pe_mmu.page_size",
+            "mean_pe_bw_gbs", "dispatch_cycles_per_tile", "topology.pe_mmu.page_size",
             "topology.pes_per_cube")] == ["B", "ns", "GB/s", "cycles/tile", "B", ""]  # fmt: skip
 
 

@@ -76,13 +76,13 @@ def test_hotspot_keeps_pe0s_hbm_busy_from_its_first_byte_to_the_last(one_to_one)
                active_pes=CUBE, outstanding=4)  # fmt: skip
     assert m["sim_time_ns"] == lead(LOCAL) + CUBE * n * size / 256 == 32820
     # PE 0 ends 84 ns before the 7 others, which end together, last
-    assert m["effective_bw_min_gbs"] == n * size / m["sim_time_ns"]
+    assert m["min_pe_bw_gbs"] == n * size / m["sim_time_ns"]
     ahead = (lead(REMOTE) - lead(LOCAL)) * 256  # bytes PE 0 drains alone before the others join
     assert ahead == 3072
     pe0 = lead(REMOTE) + (n * size - ahead) / 32
     assert pe0 == m["sim_time_ns"] - 7 * ahead / 256 == 32736
     fast, slow = n * size / pe0, n * size / m["sim_time_ns"]
-    assert m["effective_bw_max_gbs"] == fast
+    assert m["max_pe_bw_gbs"] == fast
     # Jain's index over one fast PE and 7 slow ones: (Σx)² / (n Σx²)
     jain = (fast + 7 * slow) ** 2 / (8 * (fast**2 + 7 * slow**2))
     assert m["bw_fairness"] == pytest.approx(jain, rel=1e-12)
@@ -131,7 +131,7 @@ def test_cross_cube_shares_the_noc_to_noc_link_equally(one_to_one):
                active_pes=CUBE, outstanding=4)  # fmt: skip
     t = lead(FAR) + CUBE * n * size / LINKS.noc_noc_bw_gbs
     assert m["sim_time_ns"] == t == 32872
-    assert m["effective_bw_min_gbs"] == m["effective_bw_max_gbs"] == n * size / t
+    assert m["min_pe_bw_gbs"] == m["max_pe_bw_gbs"] == n * size / t
     assert m["bw_fairness"] == pytest.approx(1.0, abs=1e-15)  # every PE served alike
     assert m["busiest_link"] == "sip0.cube1.noc->sip0.cube0.noc"
 

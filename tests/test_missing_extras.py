@@ -64,4 +64,4 @@ def test_an_installed_plugin_is_not_refused(tmp_path: Path):
     """The other side: with the plugin there, the same choice passes the pre-check."""
     from kernbench.cli.precheck import check_overrides
 
-    check_overrides(["topology=small", "hydra/sweeper=optuna"])
+    check_overrides(["topology=small", "hydra/sweeper=optuna", "objective=sim_time_ns"])

@@ -80,8 +80,13 @@ def test_optuna_best_value_is_the_rows_minimum_and_a_failed_point_is_a_failed_tr
     errors, ok = rows[rows["status"] == "error"], rows[rows["status"] == "ok"]
     assert len(errors) >= 1 and len(ok) >= 1, rows[["status", "topology.pes_per_cube"]]
     assert errors["error"].str.contains("not divisible by topology.pes_per_cube = 3").all()
+    # Optuna's lines and each trial's block are in points.log, not on the terminal
     said = proc.stdout + proc.stderr
-    assert "Failed experiment: Return value must be float-castable. Got 'None'." in said
+    logged = (sweep_dir / "points.log").read_text()
+    assert "Failed experiment: Return value must be float-castable. Got 'None'." in logged
+    assert "Failed experiment" not in said and "kernel_latency_ns  " not in said
+    assert logged.count("kernel_latency_ns  ") == len(ok)  # each ok trial's metrics block
+    assert "\x1b[" not in said + logged
     # The study went on to the end and wrote its result; the sweep exits 1 (a point failed).
     result = OmegaConf.load(sweep_dir / "optimization_results.yaml")
     assert result.best_value == ok[LATENCY].min()
@@ -106,6 +111,9 @@ def test_design_search_front_is_optunas_and_the_report_shows_it(tmp_path):
         "cache=false",
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # the terminal: a line per batch, the sweep's line and the front's, nothing else
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    assert len(lines) == 3, lines
     rows = pd.read_parquet(sweep_dir / MERGED_FILE)
     assert len(rows) == 4 and (rows["status"] == "ok").all()
     assert (rows[CHANNELS] == 2 * rows["topology.cube.memory_map.hbm_channels_per_pe"]).all()
@@ -124,8 +132,29 @@ def test_design_search_front_is_optunas_and_the_report_shows_it(tmp_path):
     )
     assert report.returncode == 0, report.stderr
     rows.attrs[pareto.ATTR] = [LATENCY, CHANNELS]
-    assert f"== Pareto front ({len(pareto.table(rows))} configurations) ==" in report.stdout
+    table = pareto.table(rows)
+    assert f"== Pareto front ({len(table)} configurations) ==" in report.stdout
     assert (sweep_dir / "report_pareto.png").is_file()
+    # One front: the sweep's last line, the report and the plot say the same counts,
+    # and its rows are Optuna's solutions (the trials no trial dominates)
+    said = table.attrs["describe"]
+    assert f"Pareto front: {said} (kernbench-report lists them)" in proc.stdout
+    assert f"front: {said}" in report.stdout
+    assert f"in {len(solutions)} of 4 rows" in said
+    points = len(set(theirs))
+    assert said.startswith(f"{points} point{'s' * (points != 1)}, reached by {len(table)} ")
+
+
+def test_an_optimizing_sweeper_without_an_objective_is_one_line(run_app):
+    """It used to end in Optuna's "No trials are completed yet" traceback."""
+    run = run_app("-m", "hydra/sweeper=optuna", "topology=small")
+    assert run.returncode == 1
+    assert run.stderr.strip() == (
+        "kernbench: error: hydra/sweeper=optuna minimises what each run returns: name a"
+        " number column with objective=<column> (e.g. objective=kernel_latency_ns), or use"
+        " +experiment=design_search"
+    )
+    assert run.stdout == ""
 
 
 def test_a_preset_for_another_sweeper_asks_for_it_on_the_command_line(run_app):
@@ -273,9 +302,35 @@ def test_front_of_hand_made_rows():
         [2, 3, "c5"],
         [4, 1, "c4"],
     ]
+    # 3 points reached by 4 configurations in 4 of the 8 ok rows
+    assert table.attrs["describe"] == "3 points, reached by 4 configurations in 4 of 8 rows"
     single = df.copy()
     single.attrs[pareto.ATTR] = ["a"]  # one objective: a best value, not a front
     assert pareto.table(single) is None
+
+
+def test_a_maximised_objective_turns_the_front():
+    """``b`` maximised (``hydra.sweeper.direction: [minimize, maximize]``): from the same
+    rows the front is (1, 5) alone: nothing has a lower a, and every other row's b is
+    lower. Minimising a and maximising b of (1, 5), (2, 6), (3, 1): (1, 5) and (2, 6)."""
+    df = pd.DataFrame([(1, 5), (2, 3), (4, 1), (5, 5)], columns=["a", "b"])
+    df["status"] = "ok"
+    both = [pareto.MINIMIZE, pareto.MAXIMIZE]
+    assert pareto.front(df, ["a", "b"], both)[["a", "b"]].values.tolist() == [[1, 5]]
+    df = pd.DataFrame([(1, 5), (2, 6), (3, 1)], columns=["a", "b"])
+    df["status"] = "ok"
+    assert pareto.front(df, ["a", "b"], both)[["a", "b"]].values.tolist() == [[1, 5], [2, 6]]
+    assert pareto.dominates((2, 6), (3, 1), both) and not pareto.dominates((1, 5), (2, 6), both)
+    assert pareto.directions_of("maximize", 2) == [pareto.MAXIMIZE] * 2
+    assert pareto.directions_of(None, 2) == [pareto.MINIMIZE] * 2
+
+
+def test_the_directions_are_read_from_the_sweeps_records(tmp_path):
+    assert pareto.recorded_directions(tmp_path, 2) == ["minimize", "minimize"]
+    job = tmp_path / "0" / ".hydra"
+    job.mkdir(parents=True)
+    (job / "hydra.yaml").write_text("hydra:\n  sweeper:\n    direction: [minimize, maximize]\n")
+    assert pareto.recorded_directions(tmp_path, 2) == ["minimize", "maximize"]
 
 
 def test_the_objective_is_read_from_the_sweeps_records(tmp_path):

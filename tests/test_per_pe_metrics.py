@@ -43,7 +43,7 @@ def test_stream_effective_bandwidth_is_the_mean_of_each_pes_own():
     end1 = ready + 2 * 4096 / bw + way  # 84 ns
     assert (end0, end1) == (138, 84)
     assert row["sim_time_ns"] == end0
-    assert row["effective_bw_gbs"] == (8192 / end0 + 8192 / end1) / 2
+    assert row["mean_pe_bw_gbs"] == (8192 / end0 + 8192 / end1) / 2
     assert row["aggregate_bw_gbs"] == 2 * 8192 / end0
 
 

@@ -34,7 +34,7 @@ def bw_rows() -> list[dict]:
             "workload.align_offset_bytes": 0,
             "workload.active_pes": active,
         }
-        rows.append(make_row(flat, status="ok", metrics={"effective_bw_gbs": bw}))
+        rows.append(make_row(flat, status="ok", metrics={"mean_pe_bw_gbs": bw}))
     rows.append(make_row({**flat, "workload.access_bytes": 3}, status="error", error="boom"))
     return rows
 
@@ -146,17 +146,19 @@ def test_cli_prints_tables_and_writes_plots(tmp_path, capsys):
     assert out.count("[DOES NOT HOLD]") == 1
     assert "[DOES NOT HOLD] local, misaligned or small" in out
     written = sorted(p.name for p in sweep.iterdir())
-    assert written == [
-        "bw_equivalence_bandwidth.png",
-        "bw_equivalence_ratio.png",
-        "dispatch_ratio_cycles.png",
-        "dispatch_ratio_heatmap.png",
-        "dispatch_ratio_latency.png",
-        "report.html",
-        "report.txt",
-        "report_effective_bw_gbs.png",
-        "results.parquet",
+    plots = [
+        "bw_equivalence_bandwidth",
+        "bw_equivalence_ratio",
+        "dispatch_ratio_cycles",
+        "dispatch_ratio_heatmap",
+        "dispatch_ratio_latency",
+        "report_mean_pe_bw_gbs",
     ]
+    # each plot as a PNG and as the SVG report.html inlines
+    assert written == sorted(
+        [*(p + e for p in plots for e in (".png", ".svg")), "report.html", "report.txt",
+         "results.parquet"]
+    )  # fmt: skip
     assert (sweep / "dispatch_ratio_latency.png").read_bytes()[:4] == b"\x89PNG"
     assert latest_result(tmp_path / "outputs") == sweep
 

@@ -56,7 +56,7 @@ def rows(
         }
         if fabric is not None:
             flat["sim.fabric"] = fabric
-        metrics = {"effective_bw_gbs": bw_, "busiest_link": link}
+        metrics = {"mean_pe_bw_gbs": bw_, "busiest_link": link}
         if fairness is not None:
             metrics["bw_fairness"] = fairness(pattern, mapping, access, pes)
         out.append(make_row(flat, status="ok", metrics=metrics))
@@ -104,7 +104,7 @@ def test_a_claim_with_no_row_is_not_tested_never_does_not_hold():
 def test_the_adr_claim_fails_when_local_aligned_points_differ():
     df = rows()
     bad = (df[MM + "hbm_mapping_mode"] == "one_to_one") & (df["workload.access_bytes"] == 65536)
-    df.loc[bad & (df["workload.pattern"] == "local"), "effective_bw_gbs"] = 200.0
+    df.loc[bad & (df["workload.pattern"] == "local"), "mean_pe_bw_gbs"] = 200.0
     adr, *_ = bw.check(bw.table(df))
     assert adr.holds is False
     assert "worst |1:1/n:1 - 1| = 20.00%" in adr.detail
@@ -353,6 +353,7 @@ def test_plots_with_both_models_draw_the_fair_rows(tmp_path, monkeypatch):
     assert "(fair fabric model)" in scatter._suptitle.get_text()
     points = sum(len(c.get_offsets()) for ax in scatter.axes for c in ax.collections)
     assert points == 12  # the fair half of the 24 rows
-    heat = drawn["bw_equivalence_ratio.png"].axes[0]
-    assert "(fair fabric model)" in heat.get_title()
-    assert {t.get_text() for t in heat.texts} == {"1.000", "0.900", "0.800"}
+    heat_figure = drawn["bw_equivalence_ratio.png"]
+    heat = heat_figure.axes[0]
+    assert "(fair fabric model)" in heat_figure._suptitle.get_text()
+    assert {t.get_text() for t in heat.texts} == {"1.0000", "0.9000", "0.8000"}

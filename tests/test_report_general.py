@@ -6,7 +6,6 @@ Chromium (skipped, with the reason, where no browser is installed).
 
 from __future__ import annotations
 
-import base64
 import html
 import itertools
 import json
@@ -38,7 +37,7 @@ def stream_row(mapping: str, access: int, pes: int = 8, pseudo: int = 64, bw: fl
         "workload.name": "stream",
         "workload.access_bytes": access,
     }
-    metrics = {"effective_bw_gbs": bw, "aggregate_bw_gbs": 16 * bw, "peak_bw_gbs": 256.0}
+    metrics = {"mean_pe_bw_gbs": bw, "aggregate_bw_gbs": 16 * bw, "peak_bw_gbs": 256.0}
     return make_row(flat, status="ok", metrics=metrics)
 
 
@@ -63,22 +62,20 @@ def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
     assert header.split() == [
         "hbm_mapping_mode",
         "access_bytes",
-        "effective_bw_gbs",
+        "mean_pe_bw_gbs",
         "aggregate_bw_gbs",
     ]
     # before the table: the best and worst rows of the plotted metric (GB/s: highest best)
-    at = lines.index(
-        "effective_bw_gbs: rank 1 = highest is best; the first and last 2 of 4 ok rows"
-    )
+    at = lines.index("mean_pe_bw_gbs: rank 1 = highest is best; the first and last 2 of 4 ok rows")
     assert [line.split() for line in lines[at + 1 : at + 6]] == [
-        ["rank", "hbm_mapping_mode", "access_bytes", "effective_bw_gbs"],
+        ["rank", "hbm_mapping_mode", "access_bytes", "mean_pe_bw_gbs"],
         ["1", "n_to_one", "65536", "256"],
         ["2", "one_to_one", "65536", "256"],
         ["3", "n_to_one", "4096", "16"],
         ["4", "one_to_one", "4096", "16"],
     ]
-    assert at < lines.index("plots: report_effective_bw_gbs.png") < lines.index(header)
-    assert (tmp_path / "report_effective_bw_gbs.png").read_bytes()[:4] == b"\x89PNG"
+    assert at < lines.index("plots: report_mean_pe_bw_gbs.png") < lines.index(header)
+    assert (tmp_path / "report_mean_pe_bw_gbs.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "report.txt").read_text().startswith(str(tmp_path))
 
 
@@ -89,7 +86,7 @@ def test_single_run_directory_is_reported(tmp_path, capsys):
     assert f"{tmp_path}: 1 row (1 ok)" in out and "== all points (1 row, 1 ok) ==" in out
     assert "swept: nothing" in out
     assert "no plot: one configuration: nothing varies to plot against" in out
-    assert "effective_bw_gbs" in out and "100" in out
+    assert "mean_pe_bw_gbs" in out and "100" in out
 
 
 def test_empty_and_all_error_tables_say_so_in_one_line(tmp_path, capsys):
@@ -198,11 +195,11 @@ def test_report_html_is_self_contained(tmp_path):
     write_rows(readme_sweep(), tmp_path / "results.parquet")
     assert main([str(tmp_path)]) == 0
     page = (tmp_path / "report.html").read_text()
+    # the plot inline as SVG: its references stay inside the page (#ids)
     sources = re.findall(r'(?:src|href)="([^"]*)"', page)
-    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
-    for src in sources:
-        assert base64.b64decode(src.split(",", 1)[1])[:4] == b"\x89PNG"
-    assert "<table" in page and "effective_bw_gbs" in page and "<img" in page
+    assert sources and all(s.startswith("#") for s in sources), set(sources)
+    assert page.count("<svg") == 1 and (tmp_path / "report_mean_pe_bw_gbs.png").is_file()
+    assert "<table" in page and "mean_pe_bw_gbs" in page
 
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
@@ -265,7 +262,7 @@ def test_report_plot_plan_for_the_bw_grid():
     ok = pd.DataFrame(grid_rows())
     plan = plan_plot(ok, main_metrics(ok), PlotChoice())
     assert (plan.metric, plan.x, plan.hue) == (
-        "effective_bw_gbs",
+        "mean_pe_bw_gbs",
         "workload.access_bytes",
         MM + "hbm_mapping_mode",
     )
@@ -283,7 +280,7 @@ def test_equal_outcomes_stay_in_the_table(tmp_path, capsys):
     assert main([str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = lines.index(next(line for line in lines if line.startswith("hbm_mapping_mode")))
-    assert lines[at].split() == ["hbm_mapping_mode", "effective_bw_gbs", "aggregate_bw_gbs"]
+    assert lines[at].split() == ["hbm_mapping_mode", "mean_pe_bw_gbs", "aggregate_bw_gbs"]
     assert [line.split() for line in lines[at + 1 : at + 3]] == [
         ["n_to_one", "100", "1600"],
         ["one_to_one", "100", "1600"],
@@ -298,7 +295,8 @@ const topOf = e => e ? e.getBoundingClientRect().top + window.scrollY : null;
 const shown = [...document.querySelectorAll("table")].filter(t => t.getClientRects().length);
 const tables = [...document.querySelectorAll("table")];
 const out = {
-  verdict: topOf(document.querySelector(".claim")), plot: topOf(document.querySelector("img")),
+  verdict: topOf(document.querySelector(".claim")),
+  plot: topOf(document.querySelector("img, figure.plot")),
   details: topOf(document.querySelector("details")), table: shown.length ? topOf(shown[0]) : null,
   verdictFirst: !!(document.querySelector(".claim").compareDocumentPosition(tables[0])
                    & Node.DOCUMENT_POSITION_FOLLOWING),
@@ -351,3 +349,16 @@ def test_report_html_leads_with_the_verdicts_and_scrolls_wide_tables(tmp_path):
     assert {b["overflowX"] for b in got["boxes"]} == {"auto"}
     assert all(b["lastRight"] <= b["boxRight"] + 1 for b in got["boxes"]), got["boxes"]
     assert got["pageWidth"] <= got["viewWidth"], got
+
+
+def test_a_table_from_before_the_rename_reports_under_the_new_names(tmp_path, capsys):
+    """A results.parquet written when the per-PE mean was ``effective_bw_gbs`` reads as
+    ``mean_pe_bw_gbs`` (kernbench.config.columns.RENAMED): its table and plot as now."""
+    rows = [
+        {("effective_bw_gbs" if k == "mean_pe_bw_gbs" else k): v for k, v in row.items()}
+        for row in readme_sweep()
+    ]
+    write_rows(rows, tmp_path / "results.parquet")
+    assert main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "mean_pe_bw_gbs" in out and "effective_bw_gbs" not in out

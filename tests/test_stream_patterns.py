@@ -101,8 +101,8 @@ def test_hotspot_shares_one_pes_hbm_at_its_channel_bandwidth(one_to_one):
     assert m["aggregate_bw_gbs"] == CUBE * n * size / m["sim_time_ns"]
     assert m["aggregate_bw_gbs"] == pytest.approx(N * ch, rel=0.02)  # 256 GB/s
     # PE 7 finishes last, at the run's end: its share is n A / t, 32 GB/s (8 share 256)
-    assert m["effective_bw_min_gbs"] == n * size / m["sim_time_ns"]
-    assert m["effective_bw_min_gbs"] == pytest.approx(N * ch / CUBE, rel=0.02)
+    assert m["min_pe_bw_gbs"] == n * size / m["sim_time_ns"]
+    assert m["min_pe_bw_gbs"] == pytest.approx(N * ch / CUBE, rel=0.02)
     assert m["peak_aggregate_bw_gbs"] == N * ch  # one PE's memory is the target
     router = "ch_r0" if one_to_one else "agg_router"  # 1:1: 8 channels alike, the first
     assert m["busiest_link"] == f"sip0.cube0.pe0.{router}<->sip0.cube0.hbm_ctrl"
@@ -129,7 +129,7 @@ def test_neighbor_is_bound_by_the_noc_to_pe_link_and_the_owners_routers(one_to_o
     m = run(cfg)
     assert m["sim_time_ns"] == remote_latency(lk) + hbm + t + remote_latency(lk)
     assert m["sim_time_ns"] == (8448 if one_to_one else 8256)
-    assert m["effective_bw_min_gbs"] == m["effective_bw_max_gbs"] == n * size / m["sim_time_ns"]
+    assert m["min_pe_bw_gbs"] == m["max_pe_bw_gbs"] == n * size / m["sim_time_ns"]
     assert m["busiest_link"] == "sip0.cube0.noc->sip0.cube0.pe0.dma"  # 16 alike: the first
     assert m["busiest_link_utilization"] == pe_link / m["sim_time_ns"]
 
@@ -156,8 +156,8 @@ def test_cross_cube_pes_share_one_noc_to_noc_link(one_to_one):
     assert m["sim_time_ns"] == (32880 if one_to_one else 32872)
     assert m["aggregate_bw_gbs"] == pytest.approx(lk.noc_noc_bw_gbs, rel=0.01)
     # the PE that finishes last gets exactly its share of the run; 8 GB/s
-    assert m["effective_bw_min_gbs"] == n * size / m["sim_time_ns"]
-    assert m["effective_bw_min_gbs"] == pytest.approx(lk.noc_noc_bw_gbs / CUBE, rel=0.01)
+    assert m["min_pe_bw_gbs"] == n * size / m["sim_time_ns"]
+    assert m["min_pe_bw_gbs"] == pytest.approx(lk.noc_noc_bw_gbs / CUBE, rel=0.01)
     assert m["busiest_link"] == "sip0.cube1.noc->sip0.cube0.noc"
     assert m["busiest_link_utilization"] == noc / m["sim_time_ns"]
 
@@ -301,7 +301,7 @@ def test_bytes_moved_is_what_reached_memory_not_the_config(monkeypatch):
     assert m["accesses"] == 3 * 7
     assert m["aggregate_bw_gbs"] == 3 * 7 * 4096 / m["sim_time_ns"]
     # identical PEs on their own paths end together: each moved 7 accesses in that time
-    assert m["effective_bw_min_gbs"] == m["effective_bw_max_gbs"] == 7 * 4096 / m["sim_time_ns"]
+    assert m["min_pe_bw_gbs"] == m["max_pe_bw_gbs"] == 7 * 4096 / m["sim_time_ns"]
 
 
 @pytest.mark.parametrize(

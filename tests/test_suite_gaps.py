@@ -79,7 +79,7 @@ def test_two_stores_of_one_tile_serialise_on_the_tile(one_to_one):
     assert m["sim_time_ns"] == 2 * one == 124
     assert (m["bytes_moved"], m["accesses"]) == (8192, 2)
     # one PE, alone: its 8192 B over the whole run
-    assert m["effective_bw_gbs"] == 8192 / 124
+    assert m["mean_pe_bw_gbs"] == 8192 / 124
 
 
 # -- 2. the whole-stripe fast path of 1:1 at an offset inside a stripe ----------------
@@ -374,7 +374,7 @@ def bw_rows(one_to_one_bw: dict[str, float]) -> pd.DataFrame:
                 "sim.fabric": fabric,
             }
             link = "sip0.cube0.pe0.agg_router->sip0.cube0.hbm_ctrl"
-            metrics = {"effective_bw_gbs": bw_, "busiest_link": link}
+            metrics = {"mean_pe_bw_gbs": bw_, "busiest_link": link}
             out.append(make_row(flat, status="ok", metrics=metrics))
     return pd.DataFrame(out)
 

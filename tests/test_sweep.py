@@ -30,7 +30,7 @@ from kernbench.sweep import MERGED_FILE, merge_sweep
 
 SMALL = ("topology=small", "pe_cost_model=zero", "workload.active_pes=1", "address=pa")
 IDENTITY = ["sweep_id", "job_num", "config_hash", "kernbench_version", "git_commit", "build"]
-STREAM_METRICS = ["sim_time_ns", "bytes_moved", "effective_bw_gbs", "aggregate_bw_gbs"]
+STREAM_METRICS = ["sim_time_ns", "bytes_moved", "mean_pe_bw_gbs", "aggregate_bw_gbs"]
 
 
 def run_sweep(
@@ -99,10 +99,10 @@ def test_small_sweep_merges_every_point(tmp_path):
     }
     # n:1, 256 B: 2 + 4 + 40 + 4 + 2 ns + 256 B / 256 GB/s = 53 ns (was 47).
     assert point["n_to_one", 256]["sim_time_ns"] == 53.0
-    assert point["n_to_one", 256]["effective_bw_gbs"] == 256 / 53
+    assert point["n_to_one", 256]["mean_pe_bw_gbs"] == 256 / 53
     # 1:1, 256 B: one granule on one 32 GB/s channel: 6 + 40 + 6 + 8 = 60 ns (was 54).
     assert point["one_to_one", 256]["sim_time_ns"] == 60.0
-    assert point["one_to_one", 256]["effective_bw_gbs"] == 256 / 60
+    assert point["one_to_one", 256]["mean_pe_bw_gbs"] == 256 / 60
     # 4096 B = 2 granules on each of the 8 channels: 16 ns of drain either way:
     # 6 + 40 + 6 + 16 = 68 ns (was 62).
     assert point["n_to_one", 4096]["sim_time_ns"] == 68.0

@@ -77,6 +77,8 @@ def check_overrides(overrides: Sequence[str], multirun: bool = True) -> None:
     searched = _searched_options(parsed)
     _check_plugins_installed(parsed)
     _check_preset_plugins(parsed)
+    if multirun:
+        _check_optimizer_objective(parsed)
     plugins = _our_plugins(parsed)
     for override in parsed:
         name = override.key_or_group
@@ -345,6 +347,37 @@ def _check_preset_plugins(parsed: list[Override]) -> None:
                         f" hydra/{kind}={option} to the command line (a preset cannot"
                         f" replace the {kind} conf/config.yaml chooses)"
                     )
+
+
+# Sweepers that minimise what the task returns: they need an objective column.
+OPTIMIZERS = ("optuna", "nevergrad")
+
+
+def _check_optimizer_objective(parsed: list[Override]) -> None:
+    """An optimizing sweeper with no ``objective`` (on the command line or from a preset):
+    every trial would return its status, which no sweeper can minimise, and Optuna ends
+    with "No trials are completed yet" in a traceback; one line instead."""
+    sweeper = _chosen_plugins(parsed)["sweeper"]
+    if sweeper not in OPTIMIZERS:
+        return
+    for override in parsed:
+        if override.key_or_group.lstrip("+~") == objective.KEY and not override.is_delete():
+            return
+        preset = override.key_or_group == EXPERIMENT_GROUP and not override.is_delete()
+        if preset and any(preset_sets_objective(str(v)) for v in _values(override)):
+            return
+    raise UsageError(
+        f"hydra/sweeper={sweeper} minimises what each run returns: name a number column with"
+        " objective=<column> (e.g. objective=kernel_latency_ns), or use"
+        " +experiment=design_search"
+    )
+
+
+@cache
+def preset_sets_objective(name: str) -> bool:
+    """Whether a study preset (``experiments/<name>.yaml``) sets ``objective``."""
+    path = experiments_dir() / f"{name}.yaml"
+    return path.is_file() and OmegaConf.load(path).get(objective.KEY) is not None
 
 
 @cache

@@ -9,12 +9,16 @@ has exactly these metric columns, of these kinds, so the table cannot drift from
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from kernbench.config.schema import (
     DecoderLayerWorkloadConfig,
     GqaWorkloadConfig,
     StreamWorkloadConfig,
     TritonWorkloadConfig,
 )
+from kernbench.config.store import conf_dir
 
 NUMBER = "number"
 TEXT = "text"
@@ -24,17 +28,19 @@ _STREAM = {
     "accesses": NUMBER,
     "sim_time_ns": NUMBER,
     "bytes_moved": NUMBER,
-    "effective_bw_gbs": NUMBER,
-    "effective_bw_min_gbs": NUMBER,
-    "effective_bw_max_gbs": NUMBER,
-    "bw_fairness": NUMBER,
+    "mean_pe_bw_gbs": NUMBER,
     "aggregate_bw_gbs": NUMBER,
+    "min_pe_bw_gbs": NUMBER,
+    "max_pe_bw_gbs": NUMBER,
+    "bw_fairness": NUMBER,
     "peak_bw_per_pe_gbs": NUMBER,
     "peak_aggregate_bw_gbs": NUMBER,
     "peak_pattern_bw_gbs": NUMBER,
     "bw_efficiency": NUMBER,
     "busiest_link": TEXT,
     "busiest_link_utilization": NUMBER,
+    "cpu_utilization": NUMBER,
+    "bottleneck": TEXT,
     "install_latency_ns": NUMBER,
     "install_bytes": NUMBER,
 }
@@ -145,6 +151,66 @@ SPEED_TIMINGS: dict[str, str] = {
     "bare_simpy_events_per_s": NUMBER,
     "speed_ratio": NUMBER,
 }
+
+
+# Columns renamed since tables were first written: old name -> name now. A report of an
+# older results.parquet reads them under the new names (kernbench.report.tables.read);
+# resume and the point cache never meet them (they keep only rows and entries of this
+# code). effective_bw_*: the per-PE figures' mean, least and most, named so the mean
+# is not read as the launch's aggregate (aggregate_bw_gbs).
+RENAMED: dict[str, str] = {
+    "effective_bw_gbs": "mean_pe_bw_gbs",
+    "effective_bw_min_gbs": "min_pe_bw_gbs",
+    "effective_bw_max_gbs": "max_pe_bw_gbs",
+}
+
+# What the columns this file's tables added or renamed mean (their unit is
+# kernbench.units.unit_of's, from the name).
+MEANINGS: dict[str, str] = {
+    "mean_pe_bw_gbs": "the mean over the active PEs of each PE's bytes over its own time",
+    "min_pe_bw_gbs": "the lowest of the active PEs' own bandwidths",
+    "max_pe_bw_gbs": "the highest of the active PEs' own bandwidths",
+    "aggregate_bw_gbs": "every byte that reached or left HBM over the launch's time",
+    "cpu_utilization": "the PE CPUs' mean busy time (issuing commands) over the launch's time",
+    "bottleneck": (
+        "what bounds the run: cpu, gemm, math or dma (the busiest unit); a stream's is"
+        " cpu or its busiest link when that is saturated (busy kernbench.sim.metrics."
+        "SATURATED of the launch's time or more), else dma (the accesses in flight)"
+    ),
+}
+
+
+# The config groups a user composes a run from (``channel_mapping=one_to_one``,
+# ``traffic=hotspot``, ``+experiment=...``): each row names the option chosen in a
+# column of the group's name, null where none was (``traffic`` by default). What they
+# set is in the config columns too; these say it as the user typed it. They are not
+# part of the config hash or the point cache's key: two compositions of one config are
+# one point. ``paths`` says where outputs go, not what was simulated.
+NOT_GROUPS = ("paths",)
+EXPERIMENT = "experiment"
+
+
+@functools.cache
+def group_names() -> tuple[str, ...]:
+    """The group columns, in the order a row holds them: conf/'s groups, then
+    ``experiment``."""
+    found = sorted(p.name for p in conf_dir().iterdir() if p.is_dir() and p.name not in NOT_GROUPS)
+    return (*found, EXPERIMENT)
+
+
+def group_columns(choices: Any) -> dict[str, str | None]:
+    """The group columns of a row from Hydra's ``hydra.runtime.choices`` (a mapping of
+    group to option, ``None`` for a group left empty)."""
+    known = dict(choices or {})
+    return {name: _option(known.get(name)) for name in group_names()}
+
+
+def _option(value: Any) -> str | None:
+    return None if value is None or str(value) == "None" else str(value)
+
+
+# What each group column (group_names()) means; its options are conf/<group>/'s files.
+GROUP_MEANING = "the option chosen for the {group} group (null: none chosen)"
 
 
 def metric_columns(workload: object, measure_speed: bool = False) -> dict[str, str]:

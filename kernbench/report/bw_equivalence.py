@@ -25,6 +25,7 @@ A claim with no row to test is NOT TESTED, never DOES NOT HOLD.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -35,8 +36,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from kernbench.report.claims import Claim  # noqa: E402
+from kernbench.report.formatting import format_value  # noqa: E402
+from kernbench.report.plots import save_figure, wrapped  # noqa: E402
 from kernbench.report.tables import (  # noqa: E402
     ACCESS,
     ALIGN,
@@ -106,7 +111,7 @@ def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """One row per configuration (``keys``) with each mapping's bandwidth and busiest
     link side by side, and the inputs the classes need; configurations that lack a
     mapping (it failed) are dropped."""
-    values = ["effective_bw_gbs", "busiest_link"]
+    values = ["mean_pe_bw_gbs", "busiest_link"]
     wide = ok.pivot_table(index=keys, columns=MAPPING, values=values, aggfunc="first")
     wide.columns = [f"{v}_{m}" for v, m in wide.columns]
     wide = wide.dropna().reset_index()
@@ -131,8 +136,8 @@ def _classify(out: pd.DataFrame) -> pd.DataFrame:
     aligned = (out[ACCESS] % stripe == 0) & (out[ALIGN] % stripe == 0)
     small = np.where(out[ACCESS] < stripe, "< stripe", "misaligned")
     out["access_class"] = np.where(aligned, "aligned", small)
-    out[N1] = out["effective_bw_gbs_n_to_one"].astype(float)
-    out[ONE] = out["effective_bw_gbs_one_to_one"].astype(float)
+    out[N1] = out["mean_pe_bw_gbs_n_to_one"].astype(float)
+    out[ONE] = out["mean_pe_bw_gbs_one_to_one"].astype(float)
     out[RATIO] = out[ONE] / out[N1]
     links = zip(out["busiest_link_n_to_one"], out["busiest_link_one_to_one"], strict=True)
     out[BOTTLENECK] = [_bottleneck(a, b) for a, b in links]
@@ -323,6 +328,9 @@ def _bottlenecks(rows: pd.DataFrame) -> str:
 
 
 SIZE_COLOURS = {"aligned": "tab:blue", "misaligned": "tab:orange", "< stripe": "tab:green"}
+# Markers of one point drawn side by side, this many points apart (a marker is ~6.5
+# wide): configurations with equal figures stay visible, each a sliver beside the next.
+DODGE_PT = 2.2
 
 
 def _case(row: pd.Series) -> str:
@@ -330,80 +338,128 @@ def _case(row: pd.Series) -> str:
     return f"{row[PATTERN]}{active}"
 
 
-def _shape(row: pd.Series) -> str:
-    pes = f"{row[PES]} PEs, " if PES in row else ""
-    return f"{pes}N={row[CHANNELS_PER_PE]}"
+def _shape(row: pd.Series, keys: list[str]) -> str:
+    """The row's PE count and N, of those that vary (``all`` when neither does)."""
+    parts = [f"{row[PES]} PEs" if k == PES else f"N={row[k]}" for k in keys]
+    return ", ".join(parts) or "all"
 
 
 def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     """``bw_equivalence_bandwidth.png`` (per traffic case, 1:1 against n:1 bandwidth:
     on the diagonal they agree) and ``bw_equivalence_ratio.png`` (heat map of 1:1 / n:1,
-    traffic case and access size across, PE count and N down). With both fabric models
-    they draw the fair rows, and their titles say so: a point or cell never mixes the
-    models (the table and the booking-order claims hold the reservation figures)."""
-    fair_only = both_models(table)
-    t = table[table[FABRIC] == FAIR].copy() if fair_only else table.copy()
+    traffic case and access size across, PE count and N down, of those that vary).
+    With both fabric models they draw the fair rows, and their titles say so: a point
+    or cell never mixes the models (the table and the booking-order claims hold the
+    reservation figures)."""
+    t = plotted(table)
+    note = " (fair fabric model)" if both_models(table) else ""
+    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
+
+
+def plotted(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows the plots draw (the fair ones under both models), with their traffic
+    case, access class and shape (the PE count and N, of those that vary)."""
+    t = table[table[FABRIC] == FAIR].copy() if both_models(table) else table.copy()
+    shape_keys = [k for k in (PES, CHANNELS_PER_PE) if k in t and t[k].nunique() > 1]
     t["size"] = t["access_class"]
     t["case"] = t.apply(_case, axis=1)
-    t["shape"] = t.apply(_shape, axis=1)
-    note = " (fair fabric model)" if fair_only else ""
-    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
+    t["shape"] = t.apply(_shape, axis=1, keys=shape_keys)
+    return t
 
 
 def _scatter(t: pd.DataFrame, path: Path, note: str = "") -> Path:
     """One panel per traffic case: 1:1 against n:1, colour = access class, marker =
-    shape; one legend for the figure."""
+    shape, each (class, shape) a few points beside the others (:data:`DODGE_PT`); one
+    legend for the figure, below the panels."""
     cases = list(dict.fromkeys(t["case"]))
     cols = min(3, len(cases))
     rows = math.ceil(len(cases) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4 * rows), squeeze=False)
-    markers = dict(zip(dict.fromkeys(t["shape"]), "osD^v<>p*h", strict=False))
-    for ax, case in zip(axes.flat, cases, strict=False):
-        _panel(ax, t[t["case"] == case], markers)
-        ax.set_title(case)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.9 * cols + 0.6, 3.6 * rows + 1.6),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    shapes = list(dict.fromkeys(t["shape"]))
+    markers = dict(zip(shapes, "osD^v<>p*h", strict=False))
+    groups = list(itertools.product(SIZE_COLOURS, shapes))
+    for n, (ax, case) in enumerate(zip(axes.flat, cases, strict=False)):
+        _panel(ax, t[t["case"] == case], markers, groups, n)
+        ax.set_title(case, fontsize=10)
     for ax in list(axes.flat)[len(cases) :]:
         ax.axis("off")
     handles = (zip(*ax.get_legend_handles_labels(), strict=True) for ax in axes.flat)
     legend = {lab: h for pairs in handles for h, lab in pairs}
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4, fontsize=8,
-               frameon=False)  # fmt: skip
-    fig.suptitle(f"1:1 against n:1 per traffic case{note} (on the dashed diagonal they agree)")
-    fig.tight_layout(rect=(0, 0.06 + 0.02 * math.ceil(len(legend) / 4), 1, 0.96))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=min(3, len(legend)),
+               fontsize=8, frameon=False)  # fmt: skip
+    width = fig.get_figwidth()
+    title = f"1:1 against n:1 per traffic case{note}; on the dashed diagonal they agree"
+    fig.suptitle(wrapped(title, width, 11), fontsize=11)
+    return save_figure(fig, path)
 
 
-def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str]) -> None:
-    for (size, shape), g in part.groupby(["size", "shape"], sort=False):
-        ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
-                   label=f"{size}, {shape}", alpha=0.8)  # fmt: skip
+def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: list, n: int) -> None:
+    centre = (len(groups) - 1) / 2
+    # drawn in the order of their shifts, so each marker's left edge stays uncovered
+    drawn_in = sorted(part.groupby(["size", "shape"], sort=False), key=lambda k: groups.index(k[0]))
+    for (size, shape), g in drawn_in:
+        i = groups.index((size, shape))
+        drawn = ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
+                           label=size if shape == "all" else f"{size}, {shape}", edgecolors="white",
+                           linewidths=0.4)  # fmt: skip
+        shift = ScaledTranslation((i - centre) * DODGE_PT / 72, 0, ax.figure.dpi_scale_trans)
+        drawn.set_offset_transform(ax.transData + shift)
+        drawn.set_gid(f"series-{n}-{i}")
     top = max(part[N1].max(), part[ONE].max()) * 1.1
     ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
     ax.set(xlim=(0, top), ylim=(0, top))
-    ax.set_xlabel("n:1 per-PE bandwidth (GB/s)")
-    ax.set_ylabel("1:1 per-PE bandwidth (GB/s)")
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("n:1 per-PE bandwidth (GB/s)", fontsize=9)
+    ax.set_ylabel("1:1 per-PE bandwidth (GB/s)", fontsize=9)
 
 
 def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
-    grid = t.pivot_table(index="shape", columns=["case", "size"], values=RATIO, aggfunc="first")
+    return save_figure(heat_figure(t, note), out_dir / "bw_equivalence_ratio.png")
+
+
+def heat_figure(t: pd.DataFrame, note: str = "") -> plt.Figure:
+    """1:1 / n:1 per configuration: one row per traffic case and access size, one
+    column per PE count and N of those that vary; nothing folded (a cell is one
+    configuration), the colours fitted to the figures and the tolerance (1 white: the
+    mappings agree).
+    Cases run down the page, so their labels read across, at full size."""
+    sizes = ACCESS in t and t[ACCESS].nunique() > 1
+    access = t[ACCESS] if sizes else t["size"]
+    cells = zip(t["case"], access, t["size"], strict=True)
+    t = t.assign(line=[f"{c}, {format_value(a)} B ({s})" if sizes else f"{c}, {s}"
+                       for c, a, s in cells])  # fmt: skip
+    by = ["case", ACCESS] if sizes else ["case", "line"]
+    order = list(dict.fromkeys(t.sort_values(by, kind="stable")["line"]))
+    grid = t.pivot_table(index="line", columns="shape", values=RATIO, aggfunc=_one).loc[order]
     values = grid.to_numpy(dtype=float)
-    span = max(float(np.nanmax(np.abs(values - 1))), BW_EQUAL_TOL)
-    fig, ax = plt.subplots(figsize=(0.75 * values.shape[1] + 3.5, 0.55 * values.shape[0] + 2.6))
-    image = ax.imshow(values, cmap="RdBu", vmin=1 - span, vmax=1 + span, aspect="auto")
-    ax.set_xticks(range(values.shape[1]), [f"{c}\n{s}" for c, s in grid.columns], fontsize=8,
-                  rotation=60, ha="right")  # fmt: skip
+    # fitted to the figures, but never narrower than the claims' tolerance: a cell
+    # within it stays pale, however small the spread
+    low, high = float(np.nanmin(values)), float(np.nanmax(values))
+    norm = TwoSlopeNorm(1.0, vmin=min(low, 1 - BW_EQUAL_TOL), vmax=max(high, 1 + BW_EQUAL_TOL))
+    width = 1.1 * values.shape[1] + 5.2
+    fig, ax = plt.subplots(figsize=(width, 0.3 * values.shape[0] + 1.8), layout="constrained")
+    image = ax.imshow(values, cmap="RdBu", norm=norm, aspect="auto")
+    ax.set_xticks(range(values.shape[1]), list(grid.columns), fontsize=9)
     ax.set_yticks(range(values.shape[0]), list(grid.index), fontsize=9)
+    ax.xaxis.tick_top()
     for (i, j), v in np.ndenumerate(values):
         if np.isfinite(v):
-            dark = abs(v - 1) > span / 2
-            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7,
+            dark = abs(norm(v) - 0.5) > 0.3
+            ax.text(j, i, f"{v:.4f}", ha="center", va="center", fontsize=8,
                     color="white" if dark else "black")  # fmt: skip
-    ax.set(title=f"1:1 / n:1 per-PE bandwidth{note} (1 = the mappings agree)",
-           xlabel="traffic case / access size", ylabel="PEs per cube, channels per PE")  # fmt: skip
-    fig.colorbar(image, ax=ax, label="1:1 / n:1 per-PE bandwidth")
-    fig.tight_layout()
-    path = out_dir / "bw_equivalence_ratio.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    title = f"1:1 / n:1 per-PE bandwidth{note}; 1 = the mappings agree"
+    fig.suptitle(wrapped(title, width, 11), fontsize=11)
+    ax.set_ylabel("traffic case, access size", fontsize=9)
+    ax.set_xlabel("PEs per cube, channels per PE (N)", fontsize=9)
+    bar = fig.colorbar(image, ax=ax, format="%.3f")
+    bar.set_label("1:1 / n:1 per-PE bandwidth", fontsize=9)
+    return fig
+
+
+def _one(values: pd.Series) -> float:
+    """A cell's one configuration (the heat map's rows and columns hold every varying
+    key): two would be a fold, which the table never makes."""
+    if len(values) != 1:
+        raise ValueError(f"{len(values)} configurations in one heat-map cell")
+    return float(values.iloc[0])

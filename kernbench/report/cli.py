@@ -27,7 +27,7 @@ import pandas as pd
 from kernbench.report import decoder_layer, pareto
 from kernbench.report.document import PlotChoice, ReportError, build, render_text
 from kernbench.report.html import write_html
-from kernbench.report.tables import status_counts
+from kernbench.report.tables import read, status_counts
 from kernbench.results import RESULT_FILE, STATUS_OK
 from kernbench.results.kernels import KERNELS_FILE
 from kernbench.sweep import MERGED_FILE
@@ -43,6 +43,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         df = load_any(where)
         out_dir = where if where.is_dir() else where.parent
         df.attrs[pareto.ATTR] = pareto.recorded_objective(out_dir)  # a list: the front
+        wanted = df.attrs[pareto.ATTR] or []
+        df.attrs[pareto.DIRECTIONS] = pareto.recorded_directions(out_dir, len(wanted))
         df.attrs[decoder_layer.KERNELS_PATH] = str(out_dir / KERNELS_FILE)  # launch rows
         choice = PlotChoice(args.metric, args.x, args.hue)
         sections = build(df, out_dir, choice)
@@ -89,7 +91,7 @@ def load_any(where: Path) -> pd.DataFrame:
     """The rows of a sweep directory, a single run's directory, or a Parquet file."""
     for path in (where / MERGED_FILE, where / RESULT_FILE) if where.is_dir() else (where,):
         if path.is_file():
-            return pd.read_parquet(path)
+            return read(path)
     raise FileNotFoundError(
         f"no {MERGED_FILE} or {RESULT_FILE} at {where} (a sweep or run directory?)"
     )

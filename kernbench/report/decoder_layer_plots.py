@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from kernbench.report.plots import _save  # noqa: E402
+from kernbench.report.plots import _save, save_figure  # noqa: E402
 from kernbench.report.tables import FIXED, MAPPING, RECIP  # noqa: E402
 
 BATCH = "workload.batch"
@@ -125,9 +125,7 @@ def _legend(fig: plt.Figure, ax: plt.Axes, kernels: list[str]) -> None:
 def _save_beside_legend(fig: plt.Figure, path: Path) -> Path:
     """Save with room on the right for the figure's legend and at the top for its title."""
     fig.tight_layout(rect=(0, 0, 0.86, 0.94))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 SHORT = {"topology.pes_per_cube": "pes", "address.model": "", MAPPING: "", FIXED: "F", RECIP: "R"}

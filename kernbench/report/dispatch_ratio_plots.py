@@ -22,6 +22,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from kernbench.report.plots import save_figure  # noqa: E402
 from kernbench.report.tables import FIXED, RECIP  # noqa: E402
 
 VARIANTS = ("opt2", "opt3")
@@ -129,6 +130,4 @@ def _latency(table: pd.DataFrame, path: Path) -> Path:
 def _save(fig: plt.Figure, path: Path, tight: bool = True) -> Path:
     if tight:
         fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -111,7 +111,7 @@ def plan_plot(ok: pd.DataFrame, metrics: list[str], choice: PlotChoice) -> PlotP
 def _general_plot(ok: pd.DataFrame, ov: Overview, out_dir: Path, choice: PlotChoice) -> list[Path]:
     plan = plan_plot(ok, ov.metrics, choice)
     path = out_dir / f"report_{plan.metric.rsplit('.', 1)[-1]}.png"
-    return [plot_metric(plan.data, plan.metric, plan.x, plan.hue, plan.facets, path)]
+    return plot_metric(plan.data, plan.metric, plan.x, plan.hue, plan.facets, path)
 
 
 def resolve(

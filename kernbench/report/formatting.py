@@ -58,11 +58,26 @@ def format_value(value: Any) -> str:
     return column_format(pd.Series([value], dtype=object))(value)
 
 
+# Last parts that say nothing on their own (``address.model``, ``topology.name``): their
+# group's name goes first (``address.model``), as the user typed the group.
+VAGUE = frozenset({"model", "name", "mode", "kind", "type"})
+
+
 def short_names(table: pd.DataFrame) -> pd.DataFrame:
-    """The table with each dotted column named by its last part, where that is unique."""
-    last = [c.rsplit(".", 1)[-1] for c in table.columns]
-    names = {c: s if last.count(s) == 1 else c for c, s in zip(table.columns, last, strict=True)}
+    """The table with each dotted column named by its last part, where that is unique
+    and says what it is; else by its last two parts, else in full."""
+    names = {c: _short(c, table.columns) for c in table.columns}
     return table.rename(columns=names)
+
+
+def _short(column: str, columns: pd.Index) -> str:
+    parts = column.split(".")
+    for n in (1, 2):
+        name = ".".join(parts[-n:])
+        unique = sum(str(c).endswith("." + name) or c == name for c in columns) == 1
+        if unique and (n > 1 or name not in VAGUE):
+            return name
+    return column
 
 
 def natural_order(values: pd.Series) -> pd.Series:

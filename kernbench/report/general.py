@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from kernbench.config.columns import group_names
 from kernbench.report.formatting import format_table, format_value, natural_order
 from kernbench.results import STATUS_OK
 from kernbench.results.identity import IDENTITY_COLUMNS
@@ -32,7 +33,7 @@ TIMINGS = frozenset(
 )
 # The metrics a table shows per workload; the first is the default plot metric.
 MAIN_METRICS: dict[str, tuple[str, ...]] = {
-    "stream": ("effective_bw_gbs", "aggregate_bw_gbs", "bw_efficiency", "sim_time_ns"),
+    "stream": ("mean_pe_bw_gbs", "aggregate_bw_gbs", "bw_efficiency", "bottleneck", "sim_time_ns"),
     "gqa_opt2": (
         "kernel_latency_ns",
         "bottleneck",
@@ -63,13 +64,16 @@ class Overview:
 
 
 def config_keys(df: pd.DataFrame) -> list[str]:
-    """Config columns (dotted names), in table order."""
-    return [c for c in df.columns if "." in c]
+    """Config columns (dotted names) and the group options the rows were composed
+    from (``channel_mapping``, ``traffic``: what the user typed), in table order."""
+    groups = group_names()
+    return [c for c in df.columns if "." in c or c in groups]
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Every metric column (neither config, identity nor wall-clock timing)."""
-    return [c for c in df.columns if "." not in c and c not in IDENTITY | TIMINGS]
+    skip = IDENTITY | TIMINGS | set(group_names())
+    return [c for c in df.columns if "." not in c and c not in skip]
 
 
 def swept_keys(df: pd.DataFrame) -> list[str]:
@@ -113,7 +117,10 @@ def overview(df: pd.DataFrame) -> Overview:
     ok = df[df["status"] == STATUS_OK]
     swept = swept_keys(df)
     metrics = main_metrics(ok)
-    constants = {c: df[c].iloc[0] for c in config_keys(df) if c not in swept}
+    # a group left empty in every row (no traffic= case, no preset) says nothing
+    constants = {
+        c: df[c].iloc[0] for c in config_keys(df) if c not in swept and df[c].notna().any()
+    }
     shown = metrics  # the outcomes stay in the table even when equal in every row
     steady = [m for m in metric_columns(ok) if m not in shown and ok[m].notna().any()]
     constants |= {m: ok[m].dropna().iloc[0] for m in steady if ok[m].astype(str).nunique() == 1}

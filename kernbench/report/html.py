@@ -40,7 +40,8 @@ pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.8
 .scroll::-webkit-scrollbar-thumb { background: #bbb; border-radius: 5px; }
 .caption { font-size: 0.9em; color: #444; margin: 0.8em 0 0 0; }
 details { margin: 0.6em 0; } summary { cursor: pointer; color: #235; }
-img { max-width: 100%; display: block; margin: 0.8em 0; border: 1px solid #eee; }
+img, figure.plot svg { max-width: 100%; height: auto; display: block; }
+img, figure.plot { margin: 0.8em 0; border: 1px solid #eee; }
 """
 
 
@@ -106,6 +107,12 @@ def _claim(claim: Claim) -> str:
 
 
 def _image(path: Path) -> str:
+    """The plot's SVG inline (its XML prologue dropped), else its PNG as a data URI."""
+    svg = path.with_suffix(".svg")
+    if svg.is_file():
+        text = svg.read_text(encoding="utf-8")
+        start = text.find("<svg")
+        return f'<figure class="plot" data-name="{escape(path.name)}">{text[start:]}</figure>'
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<img alt="{escape(path.name)}" src="data:image/png;base64,{data}">'
 

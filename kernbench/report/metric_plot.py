@@ -8,6 +8,13 @@ fewest values becomes the line style). Colours, line styles and x positions are
 fixed once from every row: a hue value has one colour in every panel, and the one
 legend names every value. Axis labels are short, with the unit once
 (:func:`kernbench.units.axis_label`); x tick labels never overlap.
+
+What a reader compares must stay visible: series that coincide (1:1 drawn exactly on
+n:1) are drawn side by side, each hue value's markers shifted a few points
+(:func:`dodge`); panels whose values differ by more than :data:`SHARED_Y_SPAN` times
+get a y scale each (a hotspot panel at 20 GB/s is not a flat line under a local one's
+500); and more panels than :data:`PER_FIGURE` are split over several figures, so each
+panel stays large enough to read at a page's width.
 """
 
 from __future__ import annotations
@@ -26,12 +33,24 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from kernbench.errors import KernBenchError  # noqa: E402
 from kernbench.report.formatting import format_value, natural_order  # noqa: E402
+from kernbench.report.plots import save_figure, wrapped  # noqa: E402
 from kernbench.units import axis_label  # noqa: E402
 
 MAX_PANELS = 24
+# Panels per figure, in at most COLUMNS columns: a figure a page's width wide keeps
+# its titles and ticks near their size in points. More than MAX_FIGURES figures is
+# refused: choose --x and --hue.
+PER_FIGURE = 12
+COLUMNS = 3
+MAX_FIGURES = 4
+# Panels share a y scale unless their largest values differ by more than this factor.
+SHARED_Y_SPAN = 4.0
+# Neighbouring hue values' markers sit this many points apart (a marker is 6 wide).
+DODGE_PT = 2.5
 LINE_STYLES = ("-", "--", ":", "-.")
 # A numeric x with at most this many values is drawn equally spaced, in order.
 EVEN_UP_TO = 8
@@ -62,51 +81,98 @@ def choose_axes(ok: pd.DataFrame, axes: list[str], x: str | None, hue: str | Non
 
 def plot_metric(
     ok: pd.DataFrame, metric: str, x: str, hue: str | None, facets: list[str], path: Path
-) -> Path:
-    """Draw :func:`metric_figure` to ``path`` (PNG)."""
-    fig = metric_figure(ok, metric, x, hue, facets)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+) -> list[Path]:
+    """Draw :func:`metric_figures` to ``path`` (PNG, and its SVG), and to ``path`` with
+    ``_2``, ``_3``, ... for the figures after the first."""
+    paths = []
+    for i, fig in enumerate(metric_figures(ok, metric, x, hue, facets)):
+        at = path if i == 0 else path.with_name(f"{path.stem}_{i + 1}{path.suffix}")
+        paths.append(save_figure(fig, at))
+    return paths
 
 
 def metric_figure(
     ok: pd.DataFrame, metric: str, x: str, hue: str | None, facets: list[str]
 ) -> Figure:
+    """The first of :func:`metric_figures` (the only one up to :data:`PER_FIGURE`
+    panels)."""
+    figures = metric_figures(ok, metric, x, hue, facets)
+    for fig in figures[1:]:
+        plt.close(fig)
+    return figures[0]
+
+
+def metric_figures(
+    ok: pd.DataFrame, metric: str, x: str, hue: str | None, facets: list[str]
+) -> list[Figure]:
     """``metric`` against ``x``, one line per ``hue`` value, one panel per facet combo
-    (a facet key may become the line style, :func:`fit_panels`). Colours, line styles
-    and x ticks are fixed once from every row, so a value looks the same in every
-    panel and the one legend names them all."""
+    (a facet key may become the line style, :func:`fit_panels`), :data:`PER_FIGURE`
+    panels to a figure. Colours, line styles and x ticks are fixed once from every
+    row, so a value looks the same in every panel and each legend names them all."""
     if not pd.api.types.is_numeric_dtype(ok[metric]):
         raise PlotError(f"--metric {metric} is not a number (values: {_values(ok[metric])})")
     facets, style = fit_panels(ok, facets)
     panels = _combos(ok, facets)
-    if len(panels) > MAX_PANELS:
+    if len(panels) > MAX_FIGURES * PER_FIGURE:
         also = f", {_short(style)} as the line style" if style else ""
         raise PlotError(
             f"{len(panels)} panels (one per {', '.join(map(_short, facets))}{also}) is more"
-            f" than {MAX_PANELS}; choose --x and --hue among them"
+            f" than {MAX_FIGURES * PER_FIGURE} ({MAX_FIGURES} figures of {PER_FIGURE});"
+            " choose --x and --hue among them"
         )
     look = Look(XAxis.of(ok[x]), hue, palette(ok, hue), style, _styles(ok, style))
-    cols = min(4 if len(panels) <= 16 else 5, len(panels))
+    parts = [_select(ok, facets, combo) for combo in panels]
+    shared = shared_y(parts, metric)
+    pages = -(-len(panels) // PER_FIGURE)
+    figures = []
+    for page in range(pages):
+        at = slice(page * PER_FIGURE, (page + 1) * PER_FIGURE)
+        title = f"{axis_label(metric)} against {axis_label(x)}"
+        title += f" ({page + 1} of {pages})" if pages > 1 else ""
+        figures.append(_figure(parts[at], panels[at], facets, metric, x, look, shared, title))
+    return figures
+
+
+def shared_y(parts: list[pd.DataFrame], metric: str) -> bool:
+    """Whether the panels share one y scale: their largest values lie within
+    :data:`SHARED_Y_SPAN` of each other (else each panel gets its own)."""
+    tops = [float(p[metric].abs().max()) for p in parts if p[metric].notna().any()]
+    tops = [t for t in tops if t > 0]
+    return not tops or max(tops) <= SHARED_Y_SPAN * min(tops)
+
+
+def _figure(
+    parts: list[pd.DataFrame],
+    panels: list[tuple],
+    facets: list[str],
+    metric: str,
+    x: str,
+    look: Look,
+    shared: bool,
+    title: str,
+) -> Figure:
+    cols = min(COLUMNS, len(panels))
     rows = -(-len(panels) // cols)
-    size = (3.4 * cols + 2.0, 2.6 * rows + 1.0)
+    size = (3.6 * cols + 2.2, 2.7 * rows + 1.2)
     fig, axs = plt.subplots(
-        rows, cols, figsize=size, sharex=True, sharey=True, squeeze=False, layout="constrained"
+        rows, cols, figsize=size, sharex=True, sharey=shared, squeeze=False, layout="constrained"
     )
-    for ax, combo in zip(axs.flat, panels, strict=False):
-        _panel(ax, _select(ok, facets, combo), metric, x, look)
-        ax.set_title(_title(facets, combo), fontsize=7)
+    for n, (ax, part, combo) in enumerate(zip(axs.flat, parts, panels, strict=False)):
+        _panel(ax, part, metric, x, look, n)
+        ax.set_title(_title(facets, combo), fontsize=9)
+        ax.tick_params(axis="y", labelsize=8)
     _hide_unused(axs, len(panels))
-    fig.supxlabel(axis_label(x), fontsize=9)
-    fig.supylabel(axis_label(metric), fontsize=9)
-    if hue or style:
+    fig.supxlabel(axis_label(x), fontsize=10)
+    ylabel = axis_label(metric) + ("" if shared else ", each panel its own scale")
+    fig.supylabel(wrapped(ylabel, fig.get_figheight(), 10), fontsize=10)
+    if look.hue or look.style:
         handles = _legend(look)
-        legend = fig.legend(handles=handles, loc="outside right upper", fontsize=8)
+        # centred on the right: at the top it would meet the figure's title
+        legend = fig.legend(handles=handles, loc="outside right center", fontsize=9)
         for handle, text in zip(handles, legend.get_texts(), strict=True):
             if handle.get_linestyle() == "None":  # a key's name, heading its values
                 text.set_fontweight("bold")
-    fig.suptitle(f"{_short(metric)} against {_short(x)}", fontsize=10)
+    fig.suptitle(wrapped(title, fig.get_figwidth(), 11), fontsize=11)
     untangle_ticks(fig, [ax for ax in axs.flat if ax.get_visible()])
     return fig
 
@@ -187,10 +253,11 @@ def _styles(ok: pd.DataFrame, style: str | None) -> dict[str, str]:
     return {str(v): s for v, s in zip(_ordered(ok[style]), LINE_STYLES, strict=False)}
 
 
-def _panel(ax, part: pd.DataFrame, metric: str, x: str, look: Look) -> None:  # noqa: ANN001
-    for hue_value, style_value in itertools.product(
+def _panel(ax, part: pd.DataFrame, metric: str, x: str, look: Look, n: int = 0) -> None:  # noqa: ANN001
+    series = list(itertools.product(
         _present(part, look.hue, look.colours), _present(part, look.style, look.styles)
-    ):
+    ))  # fmt: skip
+    for i, (hue_value, style_value) in enumerate(series):
         line = part
         if look.hue:
             line = line[line[look.hue].astype(str) == hue_value]
@@ -200,11 +267,21 @@ def _panel(ax, part: pd.DataFrame, metric: str, x: str, look: Look) -> None:  # 
         xs = [str(v) for v in look.x.values if str(v) in means.index]
         if not xs:
             continue
-        ax.plot([look.x.positions[v] for v in xs], [means[v] for v in xs], marker="o",
-                color=look.colours.get(hue_value, "C0"),
-                linestyle=look.styles.get(style_value, "-"))  # fmt: skip
+        (drawn,) = ax.plot([look.x.positions[v] for v in xs], [means[v] for v in xs],
+                           marker="o", markersize=6, color=look.colours.get(hue_value, "C0"),
+                           linestyle=look.styles.get(style_value, "-"))  # fmt: skip
+        drawn.set_transform(dodge(ax, i, len(series)))  # after autoscaling on the data
+        drawn.set_gid(f"series-{n}-{i}")
     look.x.apply(ax)
     ax.grid(alpha=0.3)
+
+
+def dodge(ax, i: int, count: int):  # noqa: ANN001, ANN201
+    """The data transform of series ``i`` of ``count`` in a panel, shifted sideways
+    :data:`DODGE_PT` points from its neighbours and centred on the true x, so series
+    with equal values are drawn side by side, never one exactly under another."""
+    shift = (i - (count - 1) / 2) * DODGE_PT / 72
+    return ax.transData + ScaledTranslation(shift, 0, ax.figure.dpi_scale_trans)
 
 
 def _present(part: pd.DataFrame, key: str | None, fixed: dict[str, Any]) -> list[str]:
@@ -238,12 +315,12 @@ def _hide_unused(axs: np.ndarray, used: int) -> None:
 def untangle_ticks(fig: Figure, axes: list) -> None:
     """No two x tick labels overlap: if any do, every panel's labels are turned 45°;
     a label still overlapping the one before it is left out."""
-    fig.canvas.draw()
+    fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     if any(_overlapping(ax, renderer) for ax in axes):
         for ax in axes:
             plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
-        fig.canvas.draw()
+        fig.draw_without_rendering()
     for ax in axes:
         for label in _overlapping(ax, renderer):
             label.set_visible(False)

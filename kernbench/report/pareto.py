@@ -15,7 +15,6 @@ it from the sweep's recorded config, and ``kernbench-report`` hands it over in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -28,35 +27,35 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from kernbench.config.objective import names  # noqa: E402
 from kernbench.report.claims import Claim  # noqa: E402
-from kernbench.report.plots import _save  # noqa: E402
-from kernbench.report.tables import varying_config  # noqa: E402
+from kernbench.report.general import independent_axes, swept_keys  # noqa: E402
+from kernbench.report.plots import _save, wrapped  # noqa: E402
 from kernbench.results import STATUS_OK  # noqa: E402
+from kernbench.results.pareto import (  # noqa: E402
+    MAXIMIZE,
+    MINIMIZE,
+    describe,
+    directions_of,
+    dominates,
+    front,
+)
+from kernbench.units import axis_label  # noqa: E402
 
-__all__ = ["check", "dominates", "front", "plot", "recorded_objective", "table"]
+__all__ = [
+    "MAXIMIZE",
+    "MINIMIZE",
+    "check",
+    "directions_of",
+    "dominates",
+    "front",
+    "plot",
+    "recorded_directions",
+    "recorded_objective",
+    "table",
+]
 
 ATTR = "objective"  # the DataFrame.attrs key kernbench-report sets
+DIRECTIONS = "directions"  # ... and the objectives' directions (the sweeper's)
 _ALL = "all_points"
-
-
-def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-    """``a`` is at least as good as ``b`` in every objective and better in one (all
-    minimised)."""
-    pairs = list(zip(a, b, strict=True))
-    return all(x <= y for x, y in pairs) and any(x < y for x, y in pairs)
-
-
-def front(df: pd.DataFrame, objective: Sequence[str]) -> pd.DataFrame:
-    """The ok rows of ``df`` that no other ok row dominates, sorted by the objectives
-    (rows with a null objective value are left out)."""
-    cols = list(objective)
-    ok = df[(df["status"] == STATUS_OK) & df[cols].notna().all(axis=1)]
-    values = ok[cols].astype(float).to_numpy()
-    keep = [
-        i
-        for i in range(len(values))
-        if not any(dominates(values[j], values[i]) for j in range(len(values)) if j != i)
-    ]
-    return ok.iloc[keep].sort_values(cols, kind="stable")
 
 
 def recorded_objective(where: Path) -> list[str] | None:
@@ -76,6 +75,19 @@ def recorded_objective(where: Path) -> list[str] | None:
     return None
 
 
+def recorded_directions(where: Path, n: int) -> list[str]:
+    """The directions an optimizing sweeper was given (``hydra.sweeper.direction`` in
+    a job's ``.hydra/hydra.yaml``), one per objective; every one minimised when none
+    is recorded (kernbench's own sweeper: a grid has no direction)."""
+    for path in sorted(where.glob("*/.hydra/hydra.yaml"))[:1]:
+        try:
+            sweeper = OmegaConf.load(path).hydra.sweeper
+            return directions_of(OmegaConf.to_container(sweeper).get("direction"), n)
+        except Exception:  # an unreadable record: the default
+            break
+    return directions_of(None, n)
+
+
 def _objective(df: pd.DataFrame) -> list[str] | None:
     wanted = df.attrs.get(ATTR)
     if not wanted or len(wanted) < 2 or any(c not in df for c in wanted):
@@ -89,13 +101,18 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     wanted = _objective(df)
     if wanted is None:
         return None
-    on_front = front(df, wanted)
+    directions = df.attrs.get(DIRECTIONS) or directions_of(None, len(wanted))
+    on_front = front(df, wanted, directions)
     if on_front.empty:
         return None
     ok = df[df["status"] == STATUS_OK]
-    keys = [k for k in varying_config(ok) if k not in wanted]
+    # the keys as the user chose them (address=la, not address.model=la): group
+    # options first, each key the others determine left out
+    keys = independent_axes(ok, [k for k in swept_keys(ok) if k not in wanted])
     out = on_front[[*wanted, *keys]].drop_duplicates().reset_index(drop=True)
     out.attrs[ATTR] = wanted
+    out.attrs[DIRECTIONS] = list(directions)
+    out.attrs["describe"] = describe(on_front, wanted, keys, len(ok))
     # For the plot: every ok row's first two objectives (plain values: pandas compares
     # attrs when it combines frames).
     out.attrs[_ALL] = [tuple(map(float, v)) for v in ok[wanted[:2]].dropna().to_numpy()]
@@ -113,12 +130,17 @@ def plot(t: pd.DataFrame, out_dir: Path) -> list[Path]:
     if not wanted or not every:
         return []
     x, y = wanted[0], wanted[1]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    directions = t.attrs.get(DIRECTIONS) or directions_of(None, 2)
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     xs, ys = zip(*every, strict=True)
     ax.scatter(xs, ys, s=18, color="0.7", label=f"every ok row ({len(every)})")
     points = t[[x, y]].drop_duplicates().sort_values([x, y])
     ax.step(points[x], points[y], where="post", color="C3", lw=1)
-    ax.scatter(points[x], points[y], s=30, color="C3", label=f"front ({len(points)} points)")
-    ax.set(xlabel=x, ylabel=y, title="Pareto front (both minimised)")
+    ax.scatter(points[x], points[y], s=30, color="C3", label=f"front: {t.attrs['describe']}")
+    ax.set_xlabel(axis_label(x))
+    ax.set_ylabel(axis_label(y))
+    goals = ", ".join(f"{axis_label(n).split(' (')[0]} {d[:3]}imised"
+                      for n, d in zip(wanted, directions, strict=False))  # fmt: skip
+    ax.set_title(wrapped(f"Pareto front ({goals})", 6.4, 10), fontsize=10)
     ax.legend(fontsize=8)
     return [_save(fig, out_dir / "report_pareto.png")]

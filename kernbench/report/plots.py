@@ -1,12 +1,16 @@
-"""PNG plots of the study tables (matplotlib, Agg backend: no display needed).
+"""Plots of the study tables (matplotlib, Agg backend: no display needed).
 
 Bandwidth equivalence (:mod:`kernbench.report.bw_equivalence`), dispatch ratio and
 simulator speed have their own modules; this one holds the helpers they share. Each
-function returns the paths it wrote.
+function returns the paths it wrote. Every figure is saved by :func:`save_figure`: a
+PNG to look at beside the table, and an SVG sibling whose text stays text, which
+report.html inlines (:mod:`kernbench.report.html`), so a browser lays the words out and
+a test can measure where each one lands.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -42,7 +46,28 @@ def _heat(values, rows, cols, title, xlabel, ylabel, path: Path, fmt: str) -> Pa
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
+    return save_figure(fig, path, dpi=120)
+
+
+def save_figure(fig: plt.Figure, path: Path, dpi: int = 110) -> Path:
+    """Write ``fig`` to ``path`` (PNG) and to ``path`` with ``.svg`` (text as text, in
+    the font matplotlib measured it with; ids salted with the file's name, so several
+    figures inlined in one page never share one), close it, return ``path``."""
+    fig.savefig(path, dpi=dpi)
+    engine = fig.get_layout_engine()
+    if engine is not None and engine.colorbar_gridspec is False:  # constrained: laid out
+        fig.set_layout_engine("none")  # once is enough; the SVG keeps the PNG's layout
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
+        fig.savefig(path.with_suffix(".svg"))
     plt.close(fig)
     return path
+
+
+def wrapped(text: str, width_in: float, fontsize: float) -> str:
+    """``text`` broken at spaces into lines that fit ``width_in`` inches at
+    ``fontsize`` points (DejaVu Sans: about 0.6 em a character on average), so a title
+    never runs past its figure's edge."""
+    per_line = max(12, int(width_in * 72 / (fontsize * 0.6)))
+    return "\n".join(textwrap.wrap(text, per_line)) or text

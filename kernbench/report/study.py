@@ -62,6 +62,8 @@ def study_section(study: Study, df: pd.DataFrame, out_dir: Path) -> Section | No
         if table is None:
             return None
         section = Section(f"{study.title} ({len(table)} configurations)")
+        if "describe" in table.attrs:  # the Pareto front's counts, as the sweep said them
+            section.lines = [f"front: {table.attrs['describe']}"]
         same = [c for c in table.columns if len(table) > 1 and table[c].astype(str).nunique() == 1]
         if same:
             section.details = [f"same in every row: {_pairs(table, same)}"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernbench.config.columns import RENAMED
 from kernbench.sweep import MERGED_FILE
 
 MAPPING = "topology.cube.memory_map.hbm_mapping_mode"
@@ -39,7 +40,14 @@ def load_results(where: str | Path) -> pd.DataFrame:
         path = path / MERGED_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no {MERGED_FILE} at {path} (is it a sweep directory?)")
-    return pd.read_parquet(path)
+    return read(path)
+
+
+def read(path: Path) -> pd.DataFrame:
+    """A results table, columns renamed since it was written under their names now
+    (:data:`~kernbench.config.columns.RENAMED`), so an older sweep reports as a new one."""
+    df = pd.read_parquet(path)
+    return df.rename(columns={k: v for k, v in RENAMED.items() if v not in df})
 
 
 def status_counts(df: pd.DataFrame) -> dict[str, int]:

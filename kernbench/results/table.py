@@ -75,12 +75,16 @@ def make_row(
     sweep_id: str | None = None,
     job_num: int | None = None,
     cached: bool = False,
+    groups: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """One result row with its columns in table order (``sweep_id`` and ``job_num``
-    only inside a sweep; ``cached`` when the metrics came from the point cache)."""
+    only inside a sweep; ``cached`` when the metrics came from the point cache).
+    ``groups`` (the options the user composed it from,
+    :func:`kernbench.config.columns.group_columns`) lead it, outside the config hash."""
     if status not in (STATUS_OK, STATUS_ERROR):
         raise ValueError(f"status must be {STATUS_OK!r} or {STATUS_ERROR!r}, got {status!r}")
-    row: dict[str, Any] = dict(flat_config)
+    row: dict[str, Any] = dict(groups or {})
+    row.update(flat_config)
     row.update(identity(flat_config, sweep_id=sweep_id, job_num=job_num))
     row.update(status=status, error=error)
     row.update(metrics or {})

@@ -89,6 +89,23 @@ def bottleneck(row: dict[str, float]) -> str:
     return max(keys, key=lambda k: row[k]).removesuffix("_utilization")
 
 
+# A unit busy at least this share of a transfer's time bounds it. A bound stream's
+# issuing CPU or busiest link is within a few per cent of 1 (0.994-0.998 measured on
+# the default topology); one that is not bound is far below (0.23-0.56 there).
+SATURATED = 0.9
+
+
+def stream_bottleneck(cpu_utilization: float, link: str, link_utilization: float) -> str:
+    """What bounds a transfer: ``cpu`` (issuing commands), else its busiest ``link`` by
+    name, when one is :data:`SATURATED`; else ``dma``, the accesses the DMA keeps in
+    flight (their latency). :func:`bottleneck`'s argmax does not fit a transfer: its
+    DMA engine is busy whenever an access is in flight, so its utilisation is ~1
+    whatever bounds the run."""
+    if max(cpu_utilization, link_utilization) < SATURATED:
+        return "dma"
+    return "cpu" if cpu_utilization >= link_utilization else link
+
+
 class LaunchUsage:
     """What the fabric and each PE's DMA carried from the moment this is built: the
     measured side of a stream row (bytes moved, per-PE bandwidth, the busiest link).

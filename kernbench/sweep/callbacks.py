@@ -14,15 +14,17 @@ time left; its state lives in the sweep directory (:mod:`kernbench.sweep.progres
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
 from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from kernbench.errors import ConfigError
+from kernbench.results import pareto
 from kernbench.sweep import outputs, progress
 from kernbench.sweep.merge import MergeOutcome, check_merged_path, merge_sweep
 
@@ -38,7 +40,17 @@ class MergeResults(Callback):
         if str(sweep_dir.resolve()) in _merged_dirs:
             return  # the fast sweeper (kernbench.sweep.sweeper) wrote the table itself
         with outputs.reported(sweep_dir):
-            _outcomes.append(merge_sweep(sweep_dir))
+            outcome = merge_sweep(sweep_dir)
+        direction = OmegaConf.select(config, "hydra.sweeper.direction")
+        objective = OmegaConf.select(config, "objective")
+        if isinstance(objective, ListConfig):
+            objective = list(objective)
+        if isinstance(direction, ListConfig):
+            direction = list(direction)
+        outcome = dataclasses.replace(
+            outcome, front=pareto.of_table(outcome.path, objective, direction)
+        )
+        _outcomes.append(outcome)
 
 
 class OutputsWritable(Callback):

@@ -45,6 +45,7 @@ class MergeOutcome:
     n_rows: int
     n_errors: int
     n_cached: int = 0
+    front: str = ""  # a list objective's Pareto front (kernbench.results.pareto.describe)
 
     @property
     def failed(self) -> bool:
@@ -54,7 +55,8 @@ class MergeOutcome:
         ok = self.n_rows - self.n_errors
         points = f"{self.n_rows} point" + ("" if self.n_rows == 1 else "s")
         counts = f"{points}, {ok} ok, {self.n_errors} error, {self.n_cached} cached"
-        return f"sweep: {counts} -> {self.path}"
+        front = f"\nPareto front: {self.front} (kernbench-report lists them)" if self.front else ""
+        return f"sweep: {counts} -> {self.path}{front}"
 
 
 def merge_sweep(sweep_dir: str | Path) -> MergeOutcome:

@@ -86,6 +86,7 @@ class Chunk:
     typed: bytes | None = None  # the shape's typed object, pickled (kernbench.sweep.typed)
     parent: tuple[str, int] | None = None  # the sweeping process: (host name, pid)
     point_timeout_s: float | None = None  # hydra.sweeper.point_timeout_s
+    groups: dict[str, str | None] = field(default_factory=dict)  # the shape's group options
 
 
 @dataclass
@@ -254,7 +255,7 @@ def simulate_point(chunk: Chunk, point: Point, configs: PointConfigs, ahead: Ahe
     out = io.StringIO(ahead.log)
     out.seek(0, io.SEEK_END)
     run = PointRun(point.num, "error", out, 0.0)
-    job_id = job.JobId(sweep_id=chunk.sweep_dir, job_num=point.num)
+    job_id = job.JobId(sweep_id=chunk.sweep_dir, job_num=point.num, groups=chunk.groups)
     cache = PointCache(chunk.cache_dir) if chunk.cache_dir else None
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
@@ -366,7 +367,12 @@ def error_result(chunk: Chunk, num: int, message: str) -> PointResult:
 
     columns = config_columns(flatten(_config_of(chunk, num)))
     row = make_row(
-        columns, status=STATUS_ERROR, error=message, sweep_id=chunk.sweep_dir, job_num=num
+        columns,
+        status=STATUS_ERROR,
+        error=message,
+        sweep_id=chunk.sweep_dir,
+        job_num=num,
+        groups=chunk.groups,
     )
     return PointResult(num, STATUS_ERROR, message, rows=[row])
 
@@ -385,17 +391,19 @@ def run_hydra_job(chunk: Chunk, point: Point, task: Any, context: Any) -> PointR
 
     start = time.perf_counter()
     cfg = point_config(chunk.config, point)
-    ret = run_job(
-        hydra_context=context,
-        task_function=task,
-        config=cfg,
-        job_dir_key="hydra.sweep.dir",
-        job_subdir_key="hydra.sweep.subdir",
-    )
+    out = io.StringIO()  # the job's metrics block: for points.log, not the terminal
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        ret = run_job(
+            hydra_context=context,
+            task_function=task,
+            config=cfg,
+            job_dir_key="hydra.sweep.dir",
+            job_subdir_key="hydra.sweep.subdir",
+        )
     failed = ret.status == JobStatus.FAILED
     error = f"{type(ret._return_value).__name__}: {ret._return_value}" if failed else None
     status = "error" if failed else "ok"
-    return PointResult(point.num, status, error, "", _since(start), job_return=ret)
+    return PointResult(point.num, status, error, out.getvalue(), _since(start), job_return=ret)
 
 
 def _since(start: float) -> float:

@@ -31,6 +31,7 @@ import yaml
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
+from kernbench.config.columns import group_columns
 from kernbench.files import write_atomic
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
 from kernbench.results.kernels import merge_kernel_tables
@@ -82,6 +83,8 @@ def make_chunks(plan: Plan, sizes: ChunkSizes, base: dict[str, Any]) -> Iterator
     for shape, points in by_shape.items():
         typed = plan.typed_base(shape) if kernbench else None
         config = None  # the DictConfig, made only if some point needs it
+        choices = OmegaConf.select(plan.shapes[shape].config, "hydra.runtime.choices")
+        base = {**base, "groups": group_columns(choices)}
         while points:
             size = sizes(remaining)
             these, points = points[:size], points[size:]

@@ -45,6 +45,8 @@ from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hy
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
+    POINTS_LOG,
+    PointsLog,
     fixed_sizes,
     guided_sizes,
     make_chunks,
@@ -99,6 +101,7 @@ class FastLauncher(Launcher):
         self.task_function: TaskFunction | None = None
         self.hydra_context: HydraContext | None = None
         self.pool: pool.LocalPool | None = None  # started early by the sweeper
+        self.points_log: PointsLog | None = None  # under another sweeper (optuna)
 
     def setup(
         self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig
@@ -106,6 +109,8 @@ class FastLauncher(Launcher):
         self.config = config
         self.task_function = task_function
         self.hydra_context = hydra_context
+        if not str(config.hydra.sweeper.get("_target_", "")).startswith("hydra_plugins.kernbench"):
+            self.points_log = quiet_optimizer(Path(str(config.hydra.sweep.dir)))
 
     @property
     def workers(self) -> int:
@@ -155,7 +160,32 @@ class FastLauncher(Launcher):
         log.info(f"Launching {len(plan.points)} jobs on {self.workers} local workers")
         results: dict[int, PointResult] = {}
         self.run_chunks(chunks, lambda r: results.__setitem__(r.num, r))
+        if self.points_log is not None:  # each trial's block, in job order
+            for p in plan.points:
+                self.points_log.write(results[p.num].log)
         return [_job_return(results[p.num]) for p in plan.points]
+
+
+# Loggers of an optimizing sweeper and its library: their set-up lines and per-study
+# report (Optuna's 25-line "Number of Pareto solutions") go to points.log; the front
+# the terminal shows is kernbench's (kernbench.report.pareto, printed at the end).
+OPTIMIZER_LOGGERS = ("hydra_plugins.hydra_optuna_sweeper", "optuna", "alembic")
+
+
+def quiet_optimizer(sweep_dir: Path) -> PointsLog:
+    """Send :data:`OPTIMIZER_LOGGERS` to ``<sweep>/points.log`` (plain text, no colour
+    codes) instead of the terminal, and return the log the trials' blocks go to."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(sweep_dir / POINTS_LOG, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s] %(message)s"))
+    for name in OPTIMIZER_LOGGERS:
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):  # optuna's own (coloured) stderr handler
+            if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
+                logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.propagate = False
+    return PointsLog(sweep_dir / POINTS_LOG)
 
 
 def _job_return(result: PointResult) -> JobReturn:

@@ -26,7 +26,13 @@ from kernbench import tl
 from kernbench.commands import DmaReadCmd, DmaWriteCmd
 from kernbench.config.schema import StreamOp, StreamWorkloadConfig
 from kernbench.runtime.context import DPPolicy, RuntimeContext, Tensor
-from kernbench.sim.metrics import LaunchUsage, jain_index, spread
+from kernbench.sim.metrics import (
+    LaunchUsage,
+    jain_index,
+    mean_utilization,
+    spread,
+    stream_bottleneck,
+)
 from kernbench.sim.system import System
 from kernbench.topology.names import PeId
 from kernbench.workloads import patterns
@@ -172,6 +178,7 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
     low, mean, high = spread(per_pe)
     moved = usage.memory_bytes()
     link, link_util = usage.busiest_link(sim_time)
+    cpu = mean_utilization([system.pes[pe.index] for pe in active], sim_time)["cpu_utilization"]
     mm = system.cfg.topology.cube.memory_map
     peak = graph.channels_per_pe * mm.hbm_channel_bw_gbs
     pattern_peak = pattern_peak_gbs(system, w, active, owners)
@@ -180,17 +187,19 @@ def run(system: System, w: StreamWorkloadConfig) -> dict[str, Any]:
         "accesses": usage.accesses(),
         "sim_time_ns": sim_time,
         "bytes_moved": moved,
-        "effective_bw_gbs": mean,
-        "effective_bw_min_gbs": low,
-        "effective_bw_max_gbs": high,
-        "bw_fairness": jain_index(per_pe),
+        "mean_pe_bw_gbs": mean,
         "aggregate_bw_gbs": moved / sim_time,
+        "min_pe_bw_gbs": low,
+        "max_pe_bw_gbs": high,
+        "bw_fairness": jain_index(per_pe),
         "peak_bw_per_pe_gbs": peak,
         "peak_aggregate_bw_gbs": peak * len(patterns.targeted(owners)),
         "peak_pattern_bw_gbs": pattern_peak,
         "bw_efficiency": moved / sim_time / pattern_peak,
         "busiest_link": link,
         "busiest_link_utilization": link_util,
+        "cpu_utilization": cpu,
+        "bottleneck": stream_bottleneck(cpu, link, link_util),
         # VA/LA: measured time for the source tensor's mappings to land (0 under PA).
         "install_latency_ns": src.install_latency_ns,
         # ... and the bytes of the install messages the host sent for it (0 under PA).
