@@ -230,7 +230,13 @@ def presets_page() -> str:
 
 
 def columns_page() -> str:
-    from kernbench.config.columns import KERNEL_COLUMNS, METRICS, SPEED_TIMINGS, TIMINGS
+    from kernbench.config.columns import (
+        KERNEL_COLUMNS,
+        METRICS,
+        SPEED_TIMINGS,
+        TIMINGS,
+        group_names,
+    )
     from kernbench.results.identity import IDENTITY_COLUMNS
     from kernbench.results.table import FIXED_TYPES
     from kernbench.units import unit_of
@@ -249,7 +255,8 @@ def columns_page() -> str:
             lines.append(f"| `{name}` | {kind} | {_cell(unit)} | {_cell(meaning or '')} |")
         return lines + [""]
 
-    identity = {c: "text" for c in IDENTITY_COLUMNS}
+    identity = {c: "text" for c in group_names()}  # a row's first columns
+    identity |= {c: "text" for c in IDENTITY_COLUMNS}
     identity |= {c: "number" if str(t).startswith(("int", "double")) else "text"
                  for c, t in FIXED_TYPES.items() if c not in TIMINGS}  # fmt: skip
     identity["job_num"] = "number"

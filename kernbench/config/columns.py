@@ -164,22 +164,6 @@ RENAMED: dict[str, str] = {
     "effective_bw_max_gbs": "max_pe_bw_gbs",
 }
 
-# What the columns this file's tables added or renamed mean (their unit is
-# kernbench.units.unit_of's, from the name).
-MEANINGS: dict[str, str] = {
-    "mean_pe_bw_gbs": "the mean over the active PEs of each PE's bytes over its own time",
-    "min_pe_bw_gbs": "the lowest of the active PEs' own bandwidths",
-    "max_pe_bw_gbs": "the highest of the active PEs' own bandwidths",
-    "aggregate_bw_gbs": "every byte that reached or left HBM over the launch's time",
-    "cpu_utilization": "the PE CPUs' mean busy time (issuing commands) over the launch's time",
-    "bottleneck": (
-        "what bounds the run: cpu, gemm, math or dma (the busiest unit); a stream's is"
-        " cpu or its busiest link when that is saturated (busy kernbench.sim.metrics."
-        "SATURATED of the launch's time or more), else dma (the accesses in flight)"
-    ),
-}
-
-
 # The config groups a user composes a run from (``channel_mapping=one_to_one``,
 # ``traffic=hotspot``, ``+experiment=...``): each row names the option chosen in a
 # column of the group's name, null where none was (``traffic`` by default). What they
@@ -207,10 +191,6 @@ def group_columns(choices: Any) -> dict[str, str | None]:
 
 def _option(value: Any) -> str | None:
     return None if value is None or str(value) == "None" else str(value)
-
-
-# What each group column (group_names()) means; its options are conf/<group>/'s files.
-GROUP_MEANING = "the option chosen for the {group} group (null: none chosen)"
 
 
 def metric_columns(workload: object, measure_speed: bool = False) -> dict[str, str]:
