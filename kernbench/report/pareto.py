@@ -76,10 +76,11 @@ def recorded_objective(where: Path) -> list[str] | None:
 
 
 def recorded_directions(where: Path, n: int) -> list[str]:
-    """The directions an optimizing sweeper was given (``hydra.sweeper.direction`` in
-    a job's ``.hydra/hydra.yaml``), one per objective; every one minimised when none
-    is recorded (kernbench's own sweeper: a grid has no direction)."""
-    for path in sorted(where.glob("*/.hydra/hydra.yaml"))[:1]:
+    """The directions a sweeper was given (``hydra.sweeper.direction`` in the sweep's
+    ``multirun.yaml``, kernbench's sweeper, else in a job's ``.hydra/hydra.yaml``, the
+    optuna sweeper), one per objective; every one minimised when none is recorded."""
+    candidates = [where / "multirun.yaml", *sorted(where.glob("*/.hydra/hydra.yaml"))[:1]]
+    for path in (p for p in candidates if p.is_file()):
         try:
             sweeper = OmegaConf.load(path).hydra.sweeper
             return directions_of(OmegaConf.to_container(sweeper).get("direction"), n)

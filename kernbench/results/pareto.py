@@ -19,6 +19,7 @@ import pandas as pd
 from kernbench.results.table import STATUS_OK
 
 MINIMIZE, MAXIMIZE = "minimize", "maximize"
+DIRECTION_WORDS = (MINIMIZE, MAXIMIZE)
 
 
 def directions_of(recorded: object, n: int) -> list[str]:

@@ -41,16 +41,7 @@ class MergeResults(Callback):
             return  # the fast sweeper (kernbench.sweep.sweeper) wrote the table itself
         with outputs.reported(sweep_dir):
             outcome = merge_sweep(sweep_dir)
-        direction = OmegaConf.select(config, "hydra.sweeper.direction")
-        objective = OmegaConf.select(config, "objective")
-        if isinstance(objective, ListConfig):
-            objective = list(objective)
-        if isinstance(direction, ListConfig):
-            direction = list(direction)
-        outcome = dataclasses.replace(
-            outcome, front=pareto.of_table(outcome.path, objective, direction)
-        )
-        _outcomes.append(outcome)
+        _outcomes.append(with_front(outcome, config))
 
 
 class OutputsWritable(Callback):
@@ -94,6 +85,19 @@ def nothing_to_merge(sweep_dir: Path) -> None:
     """A dry run: no table is written at the end of the multirun (the directory may
     hold another sweep's)."""
     _merged_dirs.add(str(sweep_dir.resolve()))
+
+
+def with_front(outcome: MergeOutcome, config: DictConfig) -> MergeOutcome:
+    """``outcome`` with the Pareto front of its table when ``config``'s ``objective``
+    is a list (its directions: ``hydra.sweeper.direction``, Optuna's and kernbench's
+    sweepers' key), for the sweep's last line."""
+    objective = OmegaConf.select(config, "objective")
+    direction = OmegaConf.select(config, "hydra.sweeper.direction")
+    if isinstance(objective, ListConfig):
+        objective = list(objective)
+    if isinstance(direction, ListConfig):
+        direction = list(direction)
+    return dataclasses.replace(outcome, front=pareto.of_table(outcome.path, objective, direction))
 
 
 def record_outcome(outcome: MergeOutcome, sweep_dir: Path) -> None:

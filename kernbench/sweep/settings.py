@@ -28,6 +28,10 @@ class KernbenchSweeperConf:
     # Into a hydra.sweep.dir holding this same grid's results.parquet: keep its ok rows
     # (made by this code) and run only the other points. Another grid is refused.
     resume: bool = False
+    # With a list objective (objective=[a,b]): minimize (the default) or maximize, one
+    # word for every objective or a list of one per objective, as Optuna's sweeper takes
+    # it; the Pareto front of the sweep's last line and of kernbench-report follows it.
+    direction: Any = None
 
 
 @dataclass

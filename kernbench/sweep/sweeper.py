@@ -40,6 +40,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import ConfigError, one_line
 from kernbench.files import write_atomic
+from kernbench.results import pareto
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
@@ -207,6 +208,7 @@ class FastSweeper(Sweeper):
         chunk_size: int | str | None = None,
         point_timeout_s: float | None = None,
         resume: bool = False,
+        direction: Any = None,
     ) -> None:
         self.max_batch_size = max_batch_size
         self.params = params or {}
@@ -214,6 +216,7 @@ class FastSweeper(Sweeper):
         self.chunk_size = chunk_size
         self.point_timeout_s = point_timeout_s
         self.resume = resume
+        self.direction = direction
         self.config: DictConfig | None = None
         self.launcher: Launcher | None = None
         self.hydra_context: HydraContext | None = None
@@ -293,6 +296,14 @@ class FastSweeper(Sweeper):
             _refuse(
                 "hydra.sweeper.max_batch_size",
                 f"{batch} is not >= 1 (points per launcher batch; leave it unset for one batch)",
+            )
+        words = [self.direction] if isinstance(self.direction, str) else self.direction or []
+        wrong = [w for w in words if str(w).lower() not in pareto.DIRECTION_WORDS]
+        if wrong:
+            _refuse(
+                "hydra.sweeper.direction",
+                f"{wrong[0]} is not minimize or maximize (one word for every objective,"
+                " or a list of one per objective)",
             )
         timeout = self.point_timeout_s
         if timeout is not None and not 0 < timeout <= MAX_TIMEOUT_S:
@@ -384,7 +395,7 @@ class FastSweeper(Sweeper):
             done = len(gather.results) + len(kept)
             stop.report(request, done, len(plan.points), bool(base["cache_dir"]))
             raise SystemExit(request.exit_status)  # sweep() leaves once this has unwound
-        outcome = gather.merge()
+        outcome = callbacks.with_front(gather.merge(), self.config)
         callbacks.record_outcome(outcome, sweep_dir)
         return [gather.results[p.num].status if p.num not in kept else "ok" for p in plan.points]
 
