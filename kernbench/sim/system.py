@@ -21,6 +21,7 @@ from kernbench.address.models import AddressModelPolicy
 from kernbench.address.pa_model import PhysicalLayer, hbm_alignment
 from kernbench.address.registry import ENDPOINTS, build_model
 from kernbench.config.schema import AddressModel, FabricModel, KernBenchConfig
+from kernbench.sim.collector import fewer_collections
 from kernbench.sim.control import ControlPlane
 from kernbench.sim.cost_model import DispatchCostModel
 from kernbench.sim.cpu import CommandSource, PeCpu
@@ -176,14 +177,15 @@ class System:
         (then the event's work simply happens as that run goes on)."""
         if self.running:
             return
-        self.running = True
-        try:
-            if self.observer is None:
-                self.env.run(until=event)
-            else:
-                self._run_observed(event, self.observer)
-        finally:
-            self.running = False
+        with fewer_collections():
+            self.running = True
+            try:
+                if self.observer is None:
+                    self.env.run(until=event)
+                else:
+                    self._run_observed(event, self.observer)
+            finally:
+                self.running = False
 
     def _run_observed(self, event: simpy.Event, observer: RunObserver) -> None:
         """``env.run(until=event)``, telling ``observer`` every

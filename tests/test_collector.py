@@ -1,0 +1,70 @@
+"""The garbage collector during a run (kernbench.sim.collector): a run's short-lived
+state is not walked again and again by the older generations, and the process's own
+collector settings are what it set, before, during (where higher) and after a run.
+
+Each case runs in a fresh interpreter, as a user's process meets it: the collector's
+thresholds are the process's state, and this test process keeps its own.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support import run_python
+
+# 1,024 PEs reading their neighbours 1:1, 4 accesses each: with CPython's default
+# thresholds (700, 10, 10) the run itself made 138 young, 13 middle and 1 full
+# collection (compiled and pure alike), walking the in-flight state of 1,024 PEs.
+RUN = """
+import gc, json, sys
+from tests.test_bench_scale import scaled
+from kernbench.sim.system import System
+from kernbench.workloads import stream
+
+gc.set_threshold(*json.loads(sys.argv[1]))
+cfg = scaled(1024, "neighbor", "1:1", per_pe=4 * 256)
+system = None
+seen = {"collections": [0, 0, 0], "thresholds": []}
+
+def count(phase, info):
+    if phase == "start" and system is not None and system.running:
+        seen["collections"][info["generation"]] += 1
+        seen["thresholds"].append(list(gc.get_threshold()))
+
+gc.callbacks.append(count)
+system = System(cfg)
+row = stream.run(system, cfg.workload)
+seen["after"] = list(gc.get_threshold())
+seen["accesses"] = row["accesses"]
+print(json.dumps(seen))
+"""
+
+
+def collections_during_a_run(thresholds: tuple[int, int, int]) -> dict:
+    done = run_python(RUN, json.dumps(thresholds))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_a_run_collects_young_objects_rarely_and_never_walks_the_oldest():
+    seen = collections_during_a_run((700, 10, 10))
+    assert seen["accesses"] == 1024 * 4
+    young, middle, full = seen["collections"]
+    # About 25 tracked allocations an access, 4,096 accesses: a young collection per
+    # 50,000 allocations is 2 or 3 of them (the default made 138).
+    assert young <= 4
+    assert middle == 0 and full == 0
+    assert all(t == [50_000, 10, 10] for t in seen["thresholds"])
+    assert seen["after"] == [700, 10, 10]
+
+
+@pytest.mark.parametrize("mine", [(200_000, 5, 7), (1_000, 20, 3)])
+def test_the_process_keeps_its_own_settings(mine):
+    """A threshold above the run's is kept inside the run too; every setting is the
+    process's own again once the run ends."""
+    seen = collections_during_a_run(mine)
+    inside = [max(mine[0], 50_000), *mine[1:]]
+    assert all(t == inside for t in seen["thresholds"])
+    assert seen["after"] == list(mine)
