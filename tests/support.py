@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import NamedTuple
 
 from kernbench.config.schema import (
     AddressConfig,
@@ -18,6 +19,8 @@ from kernbench.config.schema import (
 )
 from kernbench.config.validate import validate
 from kernbench.runtime import RuntimeContext
+from kernbench.sim.engines import Engine, Stage
+from kernbench.sim.events import LocalQueue
 from kernbench.sim.system import System
 
 ZERO_COST = PeCostModelConfig(fixed_per_cmd_cycles=0.0, byte_cycles_recip=0.0)
@@ -58,3 +61,38 @@ def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.Comple
         [sys.executable, "-c", code, *args],
         capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
+
+
+class Outcome(NamedTuple):
+    """What became of one stage a test drove a fabric with."""
+
+    end: float  # when its last part completed (-1: never)
+    calls: int  # completion calls the fabric made for it (one per event)
+    parts: int
+    flowing: int
+
+
+class Stages:
+    """DMA stages to drive a fabric with directly, and what their completions saw. The
+    fabric completes the simulator's own :class:`~kernbench.sim.engines.Stage` (the
+    compiled build reads its fields where they are and refuses a stand-in class)."""
+
+    def __init__(self, events: LocalQueue) -> None:
+        self.events = events
+        self.engine = Engine(events, "dma", 1, lambda stage, now: None)
+        self.ends: dict[Stage, float] = {}
+        self.calls: dict[Stage, int] = {}
+
+    def new(self) -> Stage:
+        return Stage(self.engine, None)
+
+    def finish(self, stage: Stage) -> None:
+        """One part of ``stage`` completed now; it ends with its last."""
+        self.calls[stage] = self.calls.get(stage, 0) + 1
+        stage.parts -= 1
+        if not stage.parts:
+            self.ends[stage] = self.events.now
+
+    def outcome(self, stage: Stage) -> Outcome:
+        end = self.ends.get(stage, -1.0)
+        return Outcome(end, self.calls.get(stage, 0), stage.parts, stage.flowing)

@@ -25,23 +25,15 @@ from pathlib import Path
 
 import pytest
 
+from kernbench.sim.engines import Stage
 from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fabric import ReservationFabric
 from kernbench.sim.fair_fabric import FairFabric
 from kernbench.topology.routes import MemoryRoutes, Router
+from tests.support import Stages
 from tests.test_fair_properties import topology
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class Transfer:
-    """A stand-in DMA stage: its parts (``flowing``: those that are undrained flows,
-    the fabric's count), and when its last one completed."""
-
-    def __init__(self) -> None:
-        self.parts = 1
-        self.flowing = 0
-        self.end = -1.0
 
 
 def traffic(
@@ -81,23 +73,19 @@ def run_fair(seed: int, one_by_one: bool, reuse: bool = True, fast: bool = False
     pes = graph.pes
     routes = [MemoryRoutes(router, pe.node("dma")) for pe in pes]
     accesses = traffic(seed, len(pes), 120, hot)
-    ends: list[list[Transfer]] = []
-
-    def finish(t: Transfer) -> None:
-        t.parts -= 1
-        if not t.parts:
-            t.end = events.now
+    stages = Stages(events)
+    ends: list[list[Stage]] = []
 
     def issue(k: int) -> None:
         src, picks, nbytes, _ = accesses[k]
         requests = [(graph.routers(pes[dst])[r], 0, nbytes, r) for dst, r in picks]
         batches = [[req] for req in requests] if one_by_one else [requests]
         for batch in batches:
-            t = Transfer()
+            t = stages.new()
             ends[k].append(t)
-            end = fabric.start(batch, routes[src], events.now, t, finish)
+            end = fabric.start(batch, routes[src], events.now, t, stages.finish)
             if end is not None:
-                events.schedule(end, finish, t)
+                events.schedule(end, stages.finish, t)
 
     now = 0.0
     for k, access in enumerate(accesses):
@@ -105,8 +93,8 @@ def run_fair(seed: int, one_by_one: bool, reuse: bool = True, fast: bool = False
         now += access[3]
         events.schedule(now, issue, k)
     events.run()
-    done = [max(t.end for t in ts) for ts in ends]
-    assert all(t.end >= 0.0 for ts in ends for t in ts), "every request completed"
+    done = [max(stages.outcome(t).end for t in ts) for ts in ends]
+    assert all(t in stages.ends for ts in ends for t in ts), "every request completed"
     return done, solves, fabric.segments, fabric
 
 
@@ -147,8 +135,9 @@ def test_a_component_is_searched_again_after_a_queue_leaves():
     a, b = graph.pes[:2]
     target = graph.routers(a)[0]
     routes = [MemoryRoutes(router, pe.node("dma")) for pe in (a, b)]  # kept: a DMA's own
-    fabric.start([(target, 0, 1000, -1)], routes[0], 0.0, Transfer(), lambda t: None)
-    fabric.start([(target, 0, 9000, -1)], routes[1], 0.0, Transfer(), lambda t: None)
+    stages = Stages(events)
+    fabric.start([(target, 0, 1000, -1)], routes[0], 0.0, stages.new(), stages.finish)
+    fabric.start([(target, 0, 9000, -1)], routes[1], 0.0, stages.new(), stages.finish)
     events.run()
     both = sorted([a.node("dma"), b.node("dma")])
     assert both in seen

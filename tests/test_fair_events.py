@@ -14,7 +14,7 @@ import pytest
 from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fair_fabric import FairFabric
 from kernbench.topology.routes import MemoryRoutes, Router
-from tests.support import make_cfg
+from tests.support import Outcome, Stages, make_cfg
 from tests.test_fair_properties import topology
 
 _CFG = make_cfg(one_to_one=True).topology
@@ -23,19 +23,9 @@ CHANNEL_BW = _CFG.cube.memory_map.hbm_channel_bw_gbs  # 32 GB/s = bytes/ns
 PE_NOC_BW = _CFG.links.pe_noc_bw_gbs  # 128 GB/s: PE 1's 8 flows at 16 GB/s fill it
 
 
-class Transfer:
-    """A stand-in DMA stage: the fabric's counts, and what its completion calls saw."""
-
-    def __init__(self) -> None:
-        self.parts = 1
-        self.flowing = 0
-        self.calls = 0  # completion calls the fabric made (one per event)
-        self.end = -1.0
-
-
 def run(
     issues: list[tuple[int, list[int], int]], at: list[float] | None = None
-) -> tuple[list[Transfer], list[float], float, float]:
+) -> tuple[list[Outcome], list[float], float, float]:
     """Issue every ``(PE, channels of PE 0, bytes per channel)`` as one transfer, at 0 ns
     or at its time in ``at``, as flows (no arithmetic booking), on 4 PEs of one cube;
     return the transfers, the time of every event the queue ran, and the latencies of
@@ -49,25 +39,20 @@ def run(
     channels = graph.routers(graph.pes[0])
     ran: list[float] = []
     events.set_report(lambda: ran.append(events.now), 1)
-    transfers = [Transfer() for _ in issues]
-
-    def finish(t: Transfer) -> None:
-        t.calls += 1
-        t.parts -= 1
-        if not t.parts:
-            t.end = events.now
+    stages = Stages(events)
+    transfers = [stages.new() for _ in issues]
 
     def issue(k: int) -> None:
         pe, picks, nbytes = issues[k]
         requests = [(channels[c], 0, nbytes, c) for c in picks]
-        end = fabric.start(requests, routes[pe], events.now, transfers[k], finish)
+        end = fabric.start(requests, routes[pe], events.now, transfers[k], stages.finish)
         assert end is None  # every request is a flow
 
     for k in range(len(issues)):
         events.schedule(at[k] if at else 0.0, issue, k)
     events.run()
     lat = [routes[pe][channels[0]].latency_ns for pe in (0, 1)]
-    return transfers, ran, lat[0], lat[1]
+    return [stages.outcome(t) for t in transfers], ran, lat[0], lat[1]
 
 
 def test_a_transfers_channel_flows_complete_with_one_event():

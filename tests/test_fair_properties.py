@@ -35,19 +35,9 @@ from kernbench.sim.fair_fabric import FairFabric
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.topology.graph import build_graph
 from kernbench.topology.routes import MemoryRoutes, Router
-from tests.support import make_cfg
+from tests.support import Stages, make_cfg
 
 TOL = 1e-9  # relative: sums of float rates
-
-
-class Transfer:
-    """A stand-in DMA stage: its parts (``flowing``: those that are undrained flows,
-    the fabric's count), and when its last one completed."""
-
-    def __init__(self) -> None:
-        self.parts = 1
-        self.flowing = 0
-        self.end = -1.0
 
 
 def topology(pes_per_cube: int, cubes: int, channels: int, one_to_one: bool, sips: int = 1):
@@ -76,12 +66,8 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False, reus
         for pe in pes
         for reads in (False, True)
     }
+    stages = Stages(events)
     transfers = []
-
-    def finish(t: Transfer) -> None:
-        t.parts -= 1
-        if not t.parts:
-            t.end = events.now
 
     def issue(k: int) -> None:
         src, dst, channels, nbytes, _, reads = reqs[k]
@@ -90,17 +76,17 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False, reus
         chosen = [routers[(channels + i) % len(routers)] for i in range(1 + channels % 3)]
         t = transfers[k]
         requests = [(r, 0, nbytes, -1) for r in chosen]
-        end = fabric.start(requests, routes[src % len(pes), reads], events.now, t, finish)
+        end = fabric.start(requests, routes[src % len(pes), reads], events.now, t, stages.finish)
         if end is not None:
-            events.schedule(end, finish, t)
+            events.schedule(end, stages.finish, t)
 
     now = 0.0
     for k, req in enumerate(reqs):
-        transfers.append(Transfer())
+        transfers.append(stages.new())
         now += req[4]
         events.schedule(now, issue, k)
     events.run()
-    return fabric, [t.end for t in transfers]
+    return fabric, [stages.outcome(t).end for t in transfers]
 
 
 def check_rates(bw, queues, rates) -> None:

@@ -22,7 +22,7 @@ from kernbench.sim.fabric import ReservationFabric
 from kernbench.sim.fair_fabric import FairFabric
 from kernbench.topology.graph import build_graph
 from kernbench.topology.routes import MemoryRoutes, Router
-from tests.support import make_cfg
+from tests.support import Stages, make_cfg
 
 LINKS = make_cfg().topology.links
 LOCAL = LINKS.dma_router_latency_ns + LINKS.router_hbm_latency_ns  # 6 ns each way
@@ -126,15 +126,6 @@ def test_a_neighbor_copy_reads_back_and_writes_out_on_the_two_directions_of_its_
     assert m["bw_efficiency"] == 16 * 2 * MIB / 9780 / 4096
 
 
-class Stage:
-    """A stand-in DMA stage: the fabric counts its parts down; its end is kept."""
-
-    def __init__(self) -> None:
-        self.parts = 1
-        self.flowing = 0
-        self.end = -1.0
-
-
 def write_and_read(fabric_kind: str, write_to: int, read_from: int) -> list[float]:
     """PE 0 issues a 64 KiB write to ``write_to``'s memory, then a 64 KiB read from
     ``read_from``'s, both at 0 ns, on a fresh fabric; their completion times."""
@@ -147,12 +138,9 @@ def write_and_read(fabric_kind: str, write_to: int, read_from: int) -> list[floa
         "reservation": lambda: ReservationFabric(graph, ACCESS),
     }[fabric_kind]()
     dma = pes[0].node("dma")
-    stages = [Stage(), Stage()]
-
-    def finish(stage: Stage) -> None:
-        stage.parts -= 1
-        if not stage.parts:
-            stage.end = events.now
+    done = Stages(events)
+    stages = [done.new(), done.new()]
+    finish = done.finish
 
     def issue(_: object) -> None:
         for stage, reads, target in zip(stages, (False, True), (write_to, read_from), strict=True):
@@ -164,7 +152,7 @@ def write_and_read(fabric_kind: str, write_to: int, read_from: int) -> list[floa
 
     events.schedule(0.0, issue, None)
     events.run()
-    return [s.end for s in stages]
+    return [done.outcome(s).end for s in stages]
 
 
 @pytest.mark.parametrize("fabric", ["flows", "fair", "reservation"])

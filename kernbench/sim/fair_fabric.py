@@ -131,6 +131,10 @@ class FairFabric(DataPlane):
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
+        # The drains queued last in one event, its last key and time (_queue_drain).
+        self._run: list[Flow] = []
+        self._run_key = -2
+        self._run_at = -1.0
         # The component each link was last found in, while the layout (which queues
         # have joined flows) is the one it was found under: between a queue's entering
         # and leaving, a hotspot's recomputations (a queue's new head moving in its
@@ -367,7 +371,7 @@ class FairFabric(DataPlane):
             if now == flow.queued and flow.left >= 0.0:
                 if flow.end_at < INFINITY:
                     flow.queued = flow.end_at
-                    self.events.push(flow.end_at, flow.key, self._drained, flow)
+                    self._queue_drain(flow, flow.end_at)
                 else:
                     flow.queued = INFINITY  # stopped: queued again when it has a rate
             return
@@ -638,7 +642,30 @@ class FairFabric(DataPlane):
             flow.end_at, flow.key = end, eid
         if end < flow.queued:
             flow.queued = end
-            self.events.push(end, flow.key, self._drained, flow)
+            self._queue_drain(flow, end)
+
+    def _queue_drain(self, flow: Flow, end: float) -> None:
+        """Queue ``flow``'s drain at ``end`` under its key: in the event queued just
+        before, if that one is at ``end`` under the key right before (nothing can run
+        between two consecutive keys, so running the two in one event is running them
+        in order), else in an event of its own. A 1:1 access's channel flows, given
+        equal rates one after another, so drain in one event, not eight."""
+        key = flow.key
+        if key == self._run_key + 1 and end == self._run_at:
+            self._run.append(flow)
+        else:
+            self._run = [flow]
+            self.events.push(end, key, self._drained_run, self._run)
+        self._run_key, self._run_at = key, end
+
+    def _drained_run(self, flows: list[Flow]) -> None:
+        """The drain events of ``flows``, under consecutive keys from this event's."""
+        events = self.events
+        key = events.eid
+        for flow in flows:
+            events.eid = key
+            key += 1
+            self._drained(flow)
 
     def _close(self, flow: Flow, now: float) -> None:
         """Record the stretch ``flow`` drained at its current rate, if recording."""

@@ -15,21 +15,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Final
 
+from kernbench.sim.engines import Stage
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
 from kernbench.topology.routes import MemoryRoutes, Route
 
 INFINITY: Final = float("inf")
 
-
-class Transfer(Protocol):
-    """What the fabric completes: a DMA stage. ``parts`` counts the completions it is
-    still owed (its ``done`` callback is called once per part), ``flowing`` those of
-    them that are flows not drained yet."""
-
-    parts: int
-    flowing: int
+# What the fabric completes: a DMA stage. ``parts`` counts the completions it is still
+# owed (its ``done`` callback is called once per part), ``flowing`` those of them that
+# are flows not drained yet. The stage's own class, not a protocol: the compiled build
+# reads a protocol's attributes by name (a dictionary lookup each), and a contended 1:1
+# access's drains spent 16 of their 41 thousand instructions there.
+Transfer = Stage
 
 
 Done = Callable[[Transfer], None]
