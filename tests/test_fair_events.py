@@ -55,6 +55,20 @@ def run(
     return [stages.outcome(t) for t in transfers], ran, lat[0], lat[1]
 
 
+def test_channel_flows_that_drain_together_drain_in_one_event():
+    """PE 0 alone reads 256 B on each of the 8 channels, as flows: each joins at 6 and
+    drains at the channel's 32 GB/s, all 8 at 6 + 256 / 32 = 14; the access completes
+    40 ns later, at 54. Their rates were set one after another (consecutive keys) to
+    one time, so their 8 drains run in one event; with the recomputation that finds
+    their queues gone, 2 events at 14 (9 when each drain was an event of its own)."""
+    (mine,), ran, local, _ = run([(0, list(range(8)), 256)])
+    drained = local + 256 / CHANNEL_BW
+    assert drained == 14.0
+    assert mine == (drained + ACCESS, 1, 0, 0)
+    assert ran.count(drained) == 2
+    assert ran[-1] == 54.0
+
+
 def test_a_transfers_channel_flows_complete_with_one_event():
     """Both PEs read 256 B on each of the 8 channels. PE 0's flows join at 6 and drain
     alone at 32 GB/s: 192 B each by 12, when PE 1's join; then each channel is shared,
