@@ -24,16 +24,21 @@ PE_NOC_BW = _CFG.links.pe_noc_bw_gbs  # 128 GB/s: PE 1's 8 flows at 16 GB/s fill
 
 
 def run(
-    issues: list[tuple[int, list[int], int]], at: list[float] | None = None
+    issues: list[tuple[int, list[int], int]],
+    at: list[float] | None = None,
+    solved: list[float] | None = None,
+    whole: bool = False,
 ) -> tuple[list[Outcome], list[float], float, float]:
     """Issue every ``(PE, channels of PE 0, bytes per channel)`` as one transfer, at 0 ns
     or at its time in ``at``, as flows (no arithmetic booking), on 4 PEs of one cube;
     return the transfers, the time of every event the queue ran, and the latencies of
-    PE 0's and PE 1's routes to PE 0's channel 0."""
+    PE 0's and PE 1's routes to PE 0's channel 0. The time of every recomputation goes
+    to ``solved``; ``whole``: every recomputation is the definition's."""
     graph = topology(4, 1, 8, True)
     env = SimEnv()
     events = LocalQueue(env)
-    fabric = FairFabric(graph, ACCESS, events, fast=False)
+    observe = None if solved is None else lambda now, queues, rates: solved.append(now)
+    fabric = FairFabric(graph, ACCESS, events, fast=False, on_solve=observe, whole=whole)
     router = Router(graph)
     routes = [MemoryRoutes(router, pe.node("dma")) for pe in graph.pes]
     channels = graph.routers(graph.pes[0])
@@ -67,6 +72,50 @@ def test_channel_flows_that_drain_together_drain_in_one_event():
     assert mine == (drained + ACCESS, 1, 0, 0)
     assert ran.count(drained) == 2
     assert ran[-1] == 54.0
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_new_heads_that_keep_their_requesters_order_take_over_without_a_recomputation(whole):
+    """PE 0 alone issues two accesses at 0, 256 B on each of the 8 channels: the
+    first's flows join at 6 and drain at 32 GB/s, all at 14; the second's, queued
+    behind them, then drain at 32 GB/s too, at 22: completions at 54 and 62. As the
+    first's channel-0 flow drains, its queue's new head (the second access's) is
+    younger than the 7 heads still to go; once they have gone too, the requester's
+    queues are in the order they were: the new heads take over the rates, with no
+    recomputation at 14 (the definition, ``whole``, recomputes there and agrees)."""
+    solved: list[float] = []
+    (first, second), _, local, _ = run([(0, list(range(8)), 256)] * 2, solved=solved, whole=whole)
+    drained = local + 256 / CHANNEL_BW
+    assert (first.end, second.end) == (drained + ACCESS, drained + 256 / CHANNEL_BW + ACCESS)
+    assert (first.end, second.end) == (54.0, 62.0)
+    assert solved == ([6.0, 14.0] if whole else [6.0])
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_new_heads_take_over_each_its_own_rate(whole):
+    """PE 1 reads 4096 B on PE 0's channel 0 from 0 ns (joining at 12); at 6 PE 0 issues
+    X1 (128 B on channel 0), Y1 (256 B on channels 1-7), X2 and Y2 the same again, all
+    joining at 12. Channel 0 is shared: X1 and PE 1's flow drain at 16 GB/s each, X1
+    done at 12 + 128 / 16 = 20; Y1's channels are PE 0's alone, 32 GB/s, done at 12 +
+    256 / 32 = 20 too. At 20 X2 and Y2 take over, the order kept: X2 at 16 and Y2 at
+    32, both done at 28; PE 1's flow, 16 GB/s from 12 to 28 (256 B), then alone at 32:
+    3840 B more, done at 148. Completions 40 ns after: 60, 60, 68, 68, 188, with
+    recomputations at 12 and 28 only (the definition also recomputes at 20)."""
+    solved: list[float] = []
+    x, y = (0, [0], 128), (0, list(range(1, 8)), 256)
+    outcomes, _, local, remote = run(
+        [x, y, x, y, (1, [0], 4096)], at=[6.0] * 4 + [0.0], solved=solved, whole=whole
+    )
+    joined = 6.0 + local
+    assert joined == remote == 12.0
+    first = joined + 128 / (CHANNEL_BW / 2)
+    assert first == joined + 256 / CHANNEL_BW == 20.0
+    second = first + 128 / (CHANNEL_BW / 2)
+    theirs = second + (4096 - (second - joined) * CHANNEL_BW / 2) / CHANNEL_BW
+    ends = [first, first, second, second, theirs]
+    assert [o.end for o in outcomes] == [end + ACCESS for end in ends]
+    assert [o.end for o in outcomes] == [60.0, 60.0, 68.0, 68.0, 188.0]
+    assert solved == ([12.0, 20.0, 28.0] if whole else [12.0, 28.0])
 
 
 def test_a_transfers_channel_flows_complete_with_one_event():

@@ -15,7 +15,10 @@ are different queues of one requester and drain side by side.
 Rates are recomputed when a queue gains its first joined request, empties, or gets a
 new oldest request that changes its requester's age order; otherwise the next
 request simply takes over its queue's rate (a PE streaming to one hotspot costs no
-solve per access). A recomputation covers the queues that share links or a requester,
+solve per access). Whether the order changed is decided at the end of the instant:
+a 1:1 access's channel flows drain together and their successors, taking over one
+after another, pass each other's predecessors on the way, yet may leave the order
+as it was. A recomputation covers the queues that share links or a requester,
 transitively, with what changed (SimGrid's *selective update*; a requester's queues
 are coupled by its age order), happens once per simulated instant
 however many requests changed at it, and re-keys the completion of only the requests
@@ -75,6 +78,9 @@ from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import MemoryRoutes
 
 KNOWN: Final = 1024  # solutions kept (emptied when full)
+# Up to this many joined queues, a requester's order is checked pair by pair (no sort,
+# nothing boxed); a 1:1 requester streaming to one PE has 8, reading and writing 16.
+PAIRWISE: Final = 16
 
 # Told a component's queues (requester, links, oldest request's sequence number) and
 # their rates after every recomputation, and the time: the tests' window on the solver.
@@ -131,6 +137,10 @@ class FairFabric(DataPlane):
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
+        # Queues whose new head passed their requester's other heads at this instant,
+        # and the rates they take over if the order holds (_recheck).
+        self._unsure: list[Queue] = []
+        self._unsure_rates: list[float] = []
         # The drains queued last in one event, its last key and time (_queue_drain).
         self._run: list[Flow] = []
         self._run_key = -2
@@ -408,7 +418,7 @@ class FairFabric(DataPlane):
         queue.front = head
         queue.head = head.seq
         if self._reorders(queue, flow.seq, head.seq):
-            self._changed(queue)
+            self._recheck(queue, flow.rate)
         else:
             self._set_rate(head, flow.rate, now)
 
@@ -419,6 +429,42 @@ class FairFabric(DataPlane):
             if other is not queue and old < other.head < new:
                 return True
         return False
+
+    def _recheck(self, queue: Queue, rate: float) -> None:
+        """``queue``'s new head passed some of its requester's other heads, so its
+        requester's age order may have changed; whether it did is known at the end of
+        this instant (:meth:`_solve`). A 1:1 access's channel flows drain at one
+        instant one after another: the first new head passes the heads still to be
+        replaced, and once all are, the order may be what it was (1:1 ``hotspot`` on
+        16 PEs: a third of its recomputations). ``rate`` is the one it takes over if
+        the order holds."""
+        if not self._dirty and not self._unsure:
+            self.events.schedule(self.events.now, self._solve, None)
+        self._unsure.append(queue)
+        self._unsure_rates.append(rate)
+
+    def _order_kept(self, queues: list[Queue]) -> bool:
+        """Whether the requesters of ``queues`` have their joined queues in the age
+        order of the last fill that covered them (asked when no queue entered or left
+        at this instant, so each has its flows still)."""
+        joined = self._joined
+        last = -1
+        for queue in queues:
+            if queue.rid == last:
+                continue  # its requester's drains come one after another: checked
+            last = queue.rid
+            mates = joined[last]
+            if len(mates) <= PAIRWISE:
+                for a in mates:
+                    for b in mates:
+                        if (a.head < b.head) != (a.rank < b.rank):
+                            return False
+                continue
+            ranks = [mates[i].rank for i in age_order([q.head for q in mates])]
+            for k in range(1, len(ranks)):
+                if ranks[k] < ranks[k - 1]:
+                    return False
+        return True
 
     def _enter(self, queue: Queue) -> None:
         """``queue`` has a joined flow now."""
@@ -447,7 +493,7 @@ class FairFabric(DataPlane):
         """Recompute the rates around ``queue``'s links once, at the end of this
         instant's events scheduled so far."""
         dirty = self._dirty
-        if not dirty:
+        if not dirty and not self._unsure:
             self.events.schedule(self.events.now, self._solve, None)
         if queue.flows:
             # It joined or got a new head: it is in one component with every link of
@@ -472,6 +518,22 @@ class FairFabric(DataPlane):
         changing at one instant) its cost grew with the square of the PEs."""
         now = self.events.now
         dirty = self._dirty
+        if self._unsure:
+            unsure, rates = self._unsure, self._unsure_rates
+            self._unsure, self._unsure_rates = [], []
+            if not dirty and not self._whole and self._order_kept(unsure):
+                # Nothing else changed and every requester kept its order: a
+                # recomputation would give every queue the rate it has, and each new
+                # head the one it took over, set here as it would set them (in age
+                # order). The definition (``whole``) recomputes.
+                for i in age_order([q.head for q in unsure]):
+                    head = unsure[i].front
+                    assert head is not None  # no queue left at this instant
+                    self._set_rate(head, rates[i], now)
+                return
+            for queue in unsure:
+                if queue.flows:  # (one that left since was marked as it left)
+                    dirty.add(queue.links[0])
         self._dirty = set()
         self.solves += 1
         if self._whole or not self._reuse:
@@ -530,13 +592,17 @@ class FairFabric(DataPlane):
     def _fill(self, comp: Component) -> list[Queue]:
         """Progressive filling over ``comp``'s queues in age order (or the rates of the
         same queues in the same order met before): its order and rates, kept on it."""
-        found = comp.queues
-        order = [found[i] for i in age_order([q.head for q in found])]
-        # Known rates are looked up only for a component solved before (no queue
-        # entered or left since): a hotspot's recomputations meet the same few orders
-        # of it, but a fresh component's queues are a new set (a Triton launch reused 9
-        # of 2,338) and the lookup's key (a tuple of every queue, hashed) is not free.
+        # Sorted from its last order when solved before (the same queues: no queue
+        # entered or left since), which a few new heads leave almost in order: the
+        # sort then checks runs in order instead of sorting (heads are unique, so the
+        # order is the same either way).
         known = comp.order is not None
+        found = comp.order if comp.order is not None else comp.queues
+        order = [found[i] for i in age_order([q.head for q in found])]
+        # Known rates are looked up only for a component solved before: a hotspot's
+        # recomputations meet the same few orders of it, but a fresh component's
+        # queues are a new set (a Triton launch reused 9 of 2,338) and the lookup's
+        # key (a tuple of every queue, hashed) is not free.
         key = tuple(order) if known else ()
         rates = self._known.get(key) if known else None
         if rates is None:
@@ -548,6 +614,7 @@ class FairFabric(DataPlane):
         else:
             self.reused += 1
         comp.order, comp.rates = order, rates
+        ranked(order)
         return order
 
     def _solve_together(self, dirty: set[int], now: float) -> None:
@@ -561,6 +628,7 @@ class FairFabric(DataPlane):
         if not found:
             return
         found = [found[i] for i in age_order([q.head for q in found])]
+        ranked(found)
         rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
         self.solved_queues += len(found)
         if self.on_solve is not None:
@@ -671,3 +739,10 @@ class FairFabric(DataPlane):
         """Record the stretch ``flow`` drained at its current rate, if recording."""
         if self.segments is not None and flow.rate > 0.0 and now > flow.since:
             self.segments.append((flow.queue.path, flow.since, now, flow.rate))
+
+
+def ranked(order: list[Queue]) -> None:
+    """Note each queue's place in ``order`` (a fill's age order): what
+    :meth:`FairFabric._order_kept` compares a requester's heads with."""
+    for i in range(len(order)):
+        order[i].rank = i

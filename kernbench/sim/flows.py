@@ -107,6 +107,7 @@ class Queue:
         "holds",
         "stamp",
         "head",
+        "rank",
         "moved",
         "booked",
         "last",
@@ -142,6 +143,7 @@ class Queue:
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
+        self.rank = 0  # its place in age order in the last fill that covered it
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first: a
         # chain of records (``booked`` its oldest, ``last`` its youngest). Drained
