@@ -728,6 +728,8 @@ class FairFabric(DataPlane):
 
     def _drained_run(self, flows: list[Flow]) -> None:
         """The drain events of ``flows``, under consecutive keys from this event's."""
+        if flows is self._run:
+            self._run_key = -2  # run: nothing more joins it
         events = self.events
         key = events.eid
         for flow in flows:
