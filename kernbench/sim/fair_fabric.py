@@ -334,10 +334,9 @@ class FairFabric(DataPlane):
                 flow.left, flow.rate, flow.since = (stop - now) * cap, cap, now
                 flow.began = drain - queue.hop
                 self._complete_at(flow, stop)
-            queue.flows.append(flow)
+            queue.append(flow)
         queue.booked = queue.last = None
-        if queue.flows:
-            queue.front = queue.flows[0]
+        if queue.front is not None:
             queue.head = queue.front.seq
             self._enter(queue)
         queue.fluid, queue.holds = True, False  # the caller's queue gets a flow at once
@@ -359,9 +358,9 @@ class FairFabric(DataPlane):
         while joining is not None:
             queue = joining.queue
             queue.waiting -= 1
-            queue.flows.append(joining)
-            if len(queue.flows) == 1:
-                queue.front = joining
+            alone = queue.front is None
+            queue.append(joining)
+            if alone:
                 queue.head = joining.seq
                 self._enter(queue)
                 self._changed(queue)
@@ -388,7 +387,8 @@ class FairFabric(DataPlane):
         self._close(flow, now)
         flow.left = -1.0
         queue = flow.queue
-        queue.flows.popleft()
+        head = queue.front = flow.behind  # it was the front: only a queue's front drains
+        flow.behind = None
         transfer = flow.transfer
         transfer.flowing -= 1
         if transfer.flowing:
@@ -403,8 +403,8 @@ class FairFabric(DataPlane):
             self.events.schedule(now + queue.tail, flow.done, transfer)
         if flow.trace is not None and flow.req is not None:
             flow.trace(flow.req, flow.began, now + queue.tail)
-        if not queue.flows:
-            queue.front = None
+        if head is None:
+            queue.back = None
             self._leave(queue)
             self._changed(queue)
             if not queue.waiting:
@@ -414,8 +414,6 @@ class FairFabric(DataPlane):
                 for i in queue.links:
                     fluid[i] -= 1
             return
-        head = queue.flows[0]
-        queue.front = head
         queue.head = head.seq
         if self._reorders(queue, flow.seq, head.seq):
             self._recheck(queue, flow.rate)
@@ -495,7 +493,7 @@ class FairFabric(DataPlane):
         dirty = self._dirty
         if not dirty and not self._unsure:
             self.events.schedule(self.events.now, self._solve, None)
-        if queue.flows:
+        if queue.front is not None:
             # It joined or got a new head: it is in one component with every link of
             # it and its requester's other queues, so one link leads the search there.
             dirty.add(queue.links[0])
@@ -532,7 +530,7 @@ class FairFabric(DataPlane):
                     self._set_rate(head, rates[i], now)
                 return
             for queue in unsure:
-                if queue.flows:  # (one that left since was marked as it left)
+                if queue.front is not None:  # (one that left since was marked as it left)
                     dirty.add(queue.links[0])
         self._dirty = set()
         self.solves += 1
