@@ -137,10 +137,9 @@ class FairFabric(DataPlane):
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
         self._seq = 0
         self._dirty: set[int] = set()  # links whose queues need new rates
-        # Queues whose new head passed their requester's other heads at this instant,
-        # and the rates they take over if the order holds (_recheck).
+        # Queues whose new head passed their requester's other heads at this instant
+        # (each with the rate it takes over if the order holds: _recheck).
         self._unsure: list[Queue] = []
-        self._unsure_rates: list[float] = []
         # The drains queued last in one event, its last key and time (_queue_drain).
         self._run: list[Flow] = []
         self._run_key = -2
@@ -439,7 +438,7 @@ class FairFabric(DataPlane):
         if not self._dirty and not self._unsure:
             self.events.schedule(self.events.now, self._solve, None)
         self._unsure.append(queue)
-        self._unsure_rates.append(rate)
+        queue.taken = rate
 
     def _order_kept(self, queues: list[Queue]) -> bool:
         """Whether the requesters of ``queues`` have their joined queues in the age
@@ -452,9 +451,12 @@ class FairFabric(DataPlane):
                 continue  # its requester's drains come one after another: checked
             last = queue.rid
             mates = joined[last]
-            if len(mates) <= PAIRWISE:
-                for a in mates:
-                    for b in mates:
+            n = len(mates)
+            if n <= PAIRWISE:
+                for i in range(n - 1):
+                    a = mates[i]
+                    for j in range(i + 1, n):
+                        b = mates[j]
                         if (a.head < b.head) != (a.rank < b.rank):
                             return False
                 continue
@@ -517,17 +519,18 @@ class FairFabric(DataPlane):
         now = self.events.now
         dirty = self._dirty
         if self._unsure:
-            unsure, rates = self._unsure, self._unsure_rates
-            self._unsure, self._unsure_rates = [], []
+            unsure = self._unsure
+            self._unsure = []
             if not dirty and not self._whole and self._order_kept(unsure):
                 # Nothing else changed and every requester kept its order: a
                 # recomputation would give every queue the rate it has, and each new
                 # head the one it took over, set here as it would set them (in age
                 # order). The definition (``whole``) recomputes.
                 for i in age_order([q.head for q in unsure]):
-                    head = unsure[i].front
+                    queue = unsure[i]
+                    head = queue.front
                     assert head is not None  # no queue left at this instant
-                    self._set_rate(head, rates[i], now)
+                    self._set_rate(head, queue.taken, now)
                 return
             for queue in unsure:
                 if queue.front is not None:  # (one that left since was marked as it left)

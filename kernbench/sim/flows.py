@@ -112,6 +112,7 @@ class Queue:
         "stamp",
         "head",
         "rank",
+        "taken",
         "moved",
         "booked",
         "last",
@@ -149,6 +150,7 @@ class Queue:
         self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
         self.rank = 0  # its place in age order in the last fill that covered it
+        self.taken = 0.0  # the rate its new head takes over if its order holds
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first: a
         # chain of records (``booked`` its oldest, ``last`` its youngest). Drained
