@@ -42,6 +42,7 @@ HOT = [
     "kernbench/address/pa_model.py",
     "kernbench/address/registry.py",
     "kernbench/address/segment.py",
+    "kernbench/address/sorted_tables.py",
     "kernbench/address/va.py",
     "kernbench/topology/graph.py",
     "kernbench/topology/layout.py",
