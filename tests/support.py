@@ -1,6 +1,5 @@
 """Test helpers that build typed configs directly (no Hydra), for simulator-level tests,
-run a snippet in a fresh interpreter, and build stream result rows for the report's
-tests."""
+and run a snippet in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from kernbench.config.schema import (
     StreamWorkloadConfig,
 )
 from kernbench.config.validate import validate
-from kernbench.results import make_row
 from kernbench.runtime import RuntimeContext
 from kernbench.sim.system import System
 
@@ -60,52 +58,3 @@ def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.Comple
         [sys.executable, "-c", code, *args],
         capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
-
-
-MM = "topology.cube.memory_map."  # the memory map's columns in a result table
-
-
-def stream_columns(
-    mapping: str,
-    access: int,
-    *,
-    pes: int = 8,
-    pseudo: int = 64,
-    topology: str | None = "default",
-    interleave: int | None = None,
-    align: int | None = None,
-    active: int | str | None = None,
-    pattern: str | None = None,
-    op: str | None = None,
-    fabric: str | None = None,
-) -> dict[str, object]:
-    """A stream point's config columns, in the order a run writes them; a key given
-    None is no column (a table from before it, or one a test leaves out). Channels per
-    PE follow from the pseudo-channels and PEs, as the config derives them."""
-    columns = {
-        "topology.name": topology,
-        "topology.pes_per_cube": pes,
-        MM + "hbm_mapping_mode": mapping,
-        MM + "hbm_pseudo_channels": pseudo,
-        MM + "hbm_channels_per_pe": pseudo // pes,
-        MM + "interleave_bytes": interleave,
-        "workload.name": "stream",
-        "workload.access_bytes": access,
-        "workload.align_offset_bytes": align,
-        "workload.active_pes": active,
-        "workload.pattern": pattern,
-        "workload.op": op,
-        "sim.fabric": fabric,
-    }
-    return {key: value for key, value in columns.items() if value is not None}
-
-
-def stream_row(
-    mapping: str, access: int, metrics: dict[str, object], **columns: object
-) -> dict[str, object]:
-    """An ok result row of a stream point: :func:`stream_columns` and ``metrics``."""
-    return make_row(
-        stream_columns(mapping, access, **columns),  # type: ignore[arg-type]
-        status="ok",
-        metrics=metrics,
-    )

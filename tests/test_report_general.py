@@ -23,7 +23,7 @@ from kernbench.report.formatting import format_table
 from kernbench.report.general import independent_axes, overview, swept_keys
 from kernbench.report.metric_plot import choose_axes
 from kernbench.results import make_row, write_rows
-from tests.support import MM, stream_row
+from tests.report_rows import MM, stream_row
 
 
 def sweep_row(mapping: str, access: int, pes: int = 8, pseudo: int = 64, bw: float = 100.0):

@@ -20,7 +20,7 @@ import pytest
 
 from kernbench.report.cli import main
 from kernbench.results import write_rows
-from tests import support
+from tests import report_rows
 from tests.test_report_general import _browser, probe_page
 
 LINK = "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
@@ -48,7 +48,7 @@ def case_row(mapping, pes, pseudo, case, access, fabric="fair", small=False) -> 
                "bw_fairness": 1.0}  # fmt: skip
     columns = dict(topology="small" if small else "default", interleave=256, align=0,
                    active=active, pattern=pattern, op=op, fabric=fabric)  # fmt: skip
-    return support.stream_row(mapping, access, metrics, pes=pes, pseudo=pseudo, **columns)
+    return report_rows.stream_row(mapping, access, metrics, pes=pes, pseudo=pseudo, **columns)
 
 
 def main_job_rows() -> list[dict]:

@@ -17,7 +17,7 @@ from kernbench.report.general import main_metrics
 from kernbench.report.metric_plot import PlotError, metric_figure
 from kernbench.results import make_row
 from kernbench.units import axis_label
-from tests.support import MM, stream_row
+from tests.report_rows import MM, stream_row
 
 COST = "topology.pe.attrs.pe_cost_model."
 # traffic= options of the bw_equivalence preset: (pattern, active_pes)
