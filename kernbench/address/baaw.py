@@ -41,17 +41,18 @@ def overlap(segs: list[Segment]) -> int:
     return -1
 
 
-class Baaw(SortedTables[SegmentTable]):
+class Baaw:
     """One PE's segment table: shared :class:`SegmentTable` s, sorted."""
 
     def __init__(self, name: str) -> None:
-        super().__init__()
         self.name = name
+        self._index: SortedTables[SegmentTable] = SortedTables(_merged)
         self._last: Segment | None = None
+        self.generation = 0  # bumped by every install / uninstall (translation caches)
 
     @property
     def segments(self) -> list[Segment]:
-        return [seg for table in self._tables for seg in table.segs]
+        return [seg for table in self._index.tables for seg in table.segs]
 
     def install(self, seg: Segment) -> None:
         if not self._insert(SegmentTable([seg])):
@@ -64,29 +65,34 @@ class Baaw(SortedTables[SegmentTable]):
             raise AddressFault(f"{self.name}: segments {table.lo:#x}..{table.hi:#x} overlap")
 
     def uninstall(self, la_base: int) -> None:
-        j = bisect.bisect_right(self._los, la_base) - 1
-        table = self._tables[j] if j >= 0 else None
+        tables = self._index.tables
+        j = bisect.bisect_right(self._index.los, la_base) - 1
+        table = tables[j] if j >= 0 else None
         i = bisect.bisect_left(table.bases, la_base) if table is not None else 0
         if table is None or i == len(table.bases) or table.bases[i] != la_base:
             raise AddressFault(f"{self.name}: no segment at LA {la_base:#x} to uninstall")
         kept = table.segs[:i] + table.segs[i + 1 :]  # this PE's own copy, without it
-        rest = self._tables[:j] + self._tables[j + 1 :]
-        self._set(rest + [SegmentTable(kept)] if kept else rest)
+        rest = tables[:j] + tables[j + 1 :]
+        self._index.set(rest + [SegmentTable(kept)] if kept else rest)
+        self._changed()
 
     def uninstall_table(self, table: SegmentTable) -> None:
         """Remove what ``table`` installed: drop it, or, if this PE's copy changed
         since (copy on write), its segments one by one."""
-        if self._drop(table):
+        if self._index.drop(table):
+            self._changed()
             return
         for seg in table.segs:
             self.uninstall(seg.la_base)
 
-    def _merged(self, met: list[SegmentTable], table: SegmentTable) -> SegmentTable | None:
-        segs = sorted([seg for t in met for seg in t.segs] + table.segs, key=_base)
-        return SegmentTable(segs) if overlap(segs) < 0 else None
+    def _insert(self, table: SegmentTable) -> bool:
+        if not self._index.insert(table):
+            return False
+        self._changed()
+        return True
 
     def _changed(self) -> None:
-        super()._changed()
+        self.generation += 1
         self._last = None
 
     def lookup(self, la: int) -> Segment:
@@ -94,12 +100,12 @@ class Baaw(SortedTables[SegmentTable]):
         seg = self._last
         if seg is not None and seg.la_base <= la < seg.la_end:
             return seg
-        j = bisect.bisect_right(self._los, la) - 1
-        found = self._tables[j].find(la) if j >= 0 else None
+        j = bisect.bisect_right(self._index.los, la) - 1
+        found = self._index.tables[j].find(la) if j >= 0 else None
         if found is None:
             raise AddressFault(
                 f"{self.name}: LA {la:#x} is outside every BAAW segment "
-                f"({sum(len(t.segs) for t in self._tables)} installed)"
+                f"({len(self.segments)} installed)"
             )
         self._last = found
         return found
@@ -117,6 +123,12 @@ class Baaw(SortedTables[SegmentTable]):
             out += seg.resolve(la - seg.la_base, n)
             la += n
         return out
+
+
+def _merged(tables: list[SegmentTable]) -> SegmentTable | None:
+    """The tables' segments as one table of a PE's own, or None if two overlap."""
+    segs = sorted([seg for t in tables for seg in t.segs], key=_base)
+    return SegmentTable(segs) if overlap(segs) < 0 else None
 
 
 def _base(seg: Segment) -> int:

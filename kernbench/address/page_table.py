@@ -73,24 +73,25 @@ class PageTable(Ranged):
         return kept
 
 
-class PeMMU(SortedTables[PageTable]):
+class PeMMU:
     """One PE's page table: shared :class:`PageTable` s, sorted. It also knows the VA
     range of every tensor it holds, so a VA inside a tensor but outside its shards'
     bytes (a hole) is a fault naming the tensor, not a page fault."""
 
     def __init__(self, name: str, page_size: int, tlb_overhead_ns: float) -> None:
-        super().__init__()
         self.name = name
         self.page_size = page_size
         self.shift = page_size.bit_length() - 1
         self.mask = page_size - 1
         self.tlb_overhead_ns = tlb_overhead_ns
+        self._index: SortedTables[PageTable] = SortedTables(_merged)
         self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
         self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)
+        self.generation = 0  # bumped by every change (translation caches check it)
 
     @property
     def mapped_pages(self) -> int:
-        return sum(table.pages for table in self._tables)
+        return sum(table.pages for table in self._index.tables)
 
     def add_tensor(self, base: int, span: int, name: str) -> None:
         self._tensors[base] = (base + span, name)
@@ -111,7 +112,8 @@ class PeMMU(SortedTables[PageTable]):
     def detach(self, table: PageTable) -> None:
         """Unmap what ``table`` mapped: drop it, or, if this PE's copy changed since
         (copy on write), unmap its runs' pages."""
-        if self._drop(table):
+        if self._index.drop(table):
+            self._changed()
             return
         for start, end, _, _ in table.runs:
             self.unmap(start << self.shift, (end - start) << self.shift)
@@ -130,21 +132,24 @@ class PeMMU(SortedTables[PageTable]):
         """Unmap every mapped page of ``[va, va+nbytes)`` (page-aligned)."""
         lo, hi = va >> self.shift, (va + nbytes) >> self.shift
         tables: list[PageTable] = []
-        for table in self._tables:
+        for table in self._index.tables:
             if table.hi <= lo or table.lo >= hi:
                 tables.append(table)
             else:  # this PE's own copy, without the range
                 kept = table.without(lo, hi, self.shift)
                 if kept:
                     tables.append(PageTable(kept))
-        self._set(tables)
+        self._index.set(tables)
+        self._changed()
 
-    def _merged(self, met: list[PageTable], table: PageTable) -> PageTable | None:
-        runs = sorted([run for t in met for run in t.runs] + table.runs)
-        return PageTable(runs) if overlap(runs) < 0 else None
+    def _insert(self, table: PageTable) -> bool:
+        if not self._index.insert(table):
+            return False
+        self._changed()
+        return True
 
     def _changed(self) -> None:
-        super()._changed()
+        self.generation += 1
         self._last = (0, 0, 0, 0)
 
     def run_of(self, va: int) -> Run | None:
@@ -153,10 +158,10 @@ class PeMMU(SortedTables[PageTable]):
         run = self._last
         if run[0] <= page < run[1]:
             return run
-        j = bisect.bisect_right(self._los, page) - 1
+        j = bisect.bisect_right(self._index.los, page) - 1
         if j < 0:
             return None
-        found = self._tables[j].find(page)
+        found = self._index.tables[j].find(page)
         if found is None:
             return None
         self._last = found
@@ -216,3 +221,9 @@ class PeMMU(SortedTables[PageTable]):
             pieces.append((pa, n))
             va += n
         return pieces
+
+
+def _merged(tables: list[PageTable]) -> PageTable | None:
+    """The tables' runs as one table of a PE's own, or None if two overlap."""
+    runs = sorted([run for t in tables for run in t.runs])
+    return PageTable(runs) if overlap(runs) < 0 else None

@@ -1,6 +1,6 @@
 """A PE's translation table made of shared tables (ADR-0011 D-VA3): what its BAAW
 (:mod:`kernbench.address.baaw`) and its MMU (:mod:`kernbench.address.page_table`) both
-are.
+hold.
 
 D-VA3 installs a sharded tensor on every PE of the SIPs that hold it: one message, the
 same entries (LA segments, VA page runs) on each PE. The message's entries are one
@@ -8,13 +8,18 @@ table, made once and shared by every PE it lands on, so a tensor of N shards ins
 on N PEs costs N entries, not N², and installing it on a PE costs one insert. A PE
 holds its tables sorted by range, the ranges never overlapping; a change to one PE
 alone makes that PE a new table in place of the old (copy on write): a shared table
-never changes. Lookups stay in the two holders (each bisects ``_los`` itself), so a
-compiled build calls nothing generic per access.
+never changes.
+
+The BAAW and the MMU each hold a :class:`SortedTables` rather than derive from it, and
+look up by bisecting its ``los`` themselves: a compiled build treats every attribute of
+a class with a generic base as possibly unset and checks it on each read, which would
+put five checks on a translation's path (the holders' cache hits touch nothing here).
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 
@@ -31,55 +36,48 @@ T = TypeVar("T", bound=Ranged)
 
 
 class SortedTables(Generic[T]):
-    """Tables sorted by ``lo``, their ranges never overlapping. Each change bumps
-    ``generation`` (translation caches check it)."""
+    """Tables sorted by ``lo`` (``los[i]`` is ``tables[i].lo``, for bisect), their
+    ranges never overlapping. ``merged`` makes one new table of several tables'
+    entries, or None if two entries overlap."""
 
-    def __init__(self) -> None:
-        self._tables: list[T] = []
-        self._los: list[int] = []  # each table's lo, for bisect
-        self.generation = 0
+    def __init__(self, merged: Callable[[list[T]], T | None]) -> None:
+        self.tables: list[T] = []
+        self.los: list[int] = []
+        self.merged = merged
 
-    def _merged(self, met: list[T], table: T) -> T | None:
-        """One new table of ``met``'s and ``table``'s entries, or None if two overlap."""
-        raise NotImplementedError
-
-    def _insert(self, table: T) -> bool:
+    def insert(self, table: T) -> bool:
         """Add ``table``: shared if its range meets no other's, else merged with the
-        tables it meets into a new one of this PE's own. False if entries overlap."""
-        i = bisect.bisect_right(self._los, table.lo)
-        tables = self._tables
+        tables it meets into a new one of this PE's own. False (nothing changed) if
+        entries overlap."""
+        i = bisect.bisect_right(self.los, table.lo)
+        tables = self.tables
         if (i == 0 or tables[i - 1].hi <= table.lo) and (
             i == len(tables) or tables[i].lo >= table.hi
         ):
             tables.insert(i, table)
-            self._los.insert(i, table.lo)
-            self._changed()
+            self.los.insert(i, table.lo)
             return True
         met = [t for t in tables if t.lo < table.hi and table.lo < t.hi]
-        merged = self._merged(met, table)
+        merged = self.merged([*met, table])
         if merged is None:
             return False
-        self._set([t for t in tables if t not in met] + [merged])
+        self.set([t for t in tables if t not in met] + [merged])
         return True
 
-    def _drop(self, table: T) -> bool:
+    def drop(self, table: T) -> bool:
         """Remove ``table`` if this PE still holds it as installed; False if its copy
         changed since (copy on write), which the caller then undoes entry by entry."""
-        i = bisect.bisect_left(self._los, table.lo)
-        if i < len(self._tables) and self._tables[i] is table:
-            del self._tables[i], self._los[i]
-            self._changed()
+        i = bisect.bisect_left(self.los, table.lo)
+        if i < len(self.tables) and self.tables[i] is table:
+            del self.tables[i], self.los[i]
             return True
         return False
 
-    def _set(self, tables: list[T]) -> None:
+    def set(self, tables: list[T]) -> None:
+        """Hold ``tables`` (non-overlapping, any order) instead."""
         tables.sort(key=_lo)
-        self._tables = tables
-        self._los = [t.lo for t in tables]
-        self._changed()
-
-    def _changed(self) -> None:
-        self.generation += 1
+        self.tables = tables
+        self.los = [t.lo for t in tables]
 
 
 def _lo(table: Ranged) -> int:
