@@ -22,10 +22,10 @@ import tempfile
 
 from setuptools import setup
 
-# What a stream access runs through (README "Compiled build"). Left pure:
-# kernbench/sim/speed.py (it measures bare SimPy, which must stay bare Python), the
-# packages' __init__.py files, kernbench/topology/views.py (the whole topology as
-# collections.abc views, for tests and set-up, never per access), and
+# What a stream access runs through (docs/explanation/speed.md, "Compiled build").
+# Left pure: kernbench/sim/speed.py (it measures bare SimPy, which must stay bare
+# Python), the packages' __init__.py files, kernbench/topology/views.py (the whole
+# topology as collections.abc views, for tests and set-up, never per access), and
 # kernbench/runtime/context.py (once per deploy and launch, not per access; compiled,
 # its tensors' weakref finalisers crashed the process).
 HOT = [
@@ -42,6 +42,7 @@ HOT = [
     "kernbench/address/pa_model.py",
     "kernbench/address/registry.py",
     "kernbench/address/segment.py",
+    "kernbench/address/sorted_tables.py",
     "kernbench/address/va.py",
     "kernbench/topology/graph.py",
     "kernbench/topology/layout.py",
@@ -76,7 +77,7 @@ GROUP = "kernbench._mypyc"
 # since (an editable install edited and not rebuilt).
 MANIFEST = "kernbench/_compiled.json"
 # -O1: as fast as -O2 and -O3 here, within the noise of a loaded 2-core machine, for
-# about 35 s of compile time instead of 50-55 (README "Compiled build").
+# about 35 s of compile time instead of 50-55 (docs/explanation/speed.md, "Compiled build").
 OPT_LEVEL = "1"
 
 

@@ -8,6 +8,7 @@ the files left in the run directory).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,6 +22,16 @@ from hypothesis import settings
 from omegaconf import DictConfig
 
 from kernbench.config.store import conf_dir, register_configs
+from kernbench.sweep import MERGED_FILE
+from tests.test_stop import (
+    ONE_LONG_CHUNK,
+    chunk_runner,
+    done_marks,
+    finish,
+    one_line,
+    start,
+    wait_for,
+)
 
 # CI runs the property and fuzz tests on a fixed set of examples (HYPOTHESIS_PROFILE=ci,
 # set by .ci/run), so a landing never depends on the draw; a developer's run draws new
@@ -90,6 +101,51 @@ def run_app(tmp_path: Path) -> Callable[..., AppRun]:
         return AppRun(proc.returncode, proc.stdout, proc.stderr, run_dir)
 
     return _run
+
+
+@dataclass
+class LauncherStop:
+    """A sweep in ``out`` under another launcher than the local pool (submitit, Ray),
+    stopped part-way as tests/test_stop.py stops the local pool's: what every such
+    launcher must do alike."""
+
+    out: Path
+
+    def sigterm(self, *overrides: str) -> tuple[int, int, str]:
+        """The sweep of ``overrides``, SIGTERM to the sweeping process alone once a
+        point is done: exit 143, one line, no process left 2 s later, and the finished
+        points' rows (all ok) merged. Its ``(done, total, stderr)``."""
+        proc = start(self.out, *overrides)
+        wait_for(proc, lambda: done_marks(self.out) >= 1)
+        os.kill(proc.pid, signal.SIGTERM)
+        stderr = finish(proc)
+        assert proc.returncode == 143, stderr[-3000:]
+        done, total = map(int, one_line(stderr).groups())
+        rows = pq.read_table(self.out / MERGED_FILE).to_pylist()
+        assert len(rows) == done and {r["status"] for r in rows} == {"ok"}
+        return done, total, stderr
+
+    def kill_chunk_zero(
+        self, workers: Callable[[subprocess.Popen], list[int]], *launcher: str
+    ) -> list[dict]:
+        """ONE_LONG_CHUNK's two chunk jobs under ``launcher``, the process running chunk
+        0 (one of ``workers(sweep process)``) SIGKILLed: exit 1 (a failed point, as any),
+        no traceback, chunk 0's point an error row and chunk 1's ok. The merged rows."""
+        proc = start(self.out, *ONE_LONG_CHUNK, *launcher)
+        wait_for(proc, lambda: chunk_runner(workers(proc), self.out, 0) is not None)
+        os.kill(chunk_runner(workers(proc), self.out, 0), signal.SIGKILL)
+        stderr = finish(proc)
+        assert proc.returncode == 1, stderr[-3000:]
+        assert "Traceback" not in stderr, stderr[-3000:]
+        rows = pq.read_table(self.out / MERGED_FILE).to_pylist()
+        assert [(r["job_num"], r["status"]) for r in rows] == [(0, "error"), (1, "ok")]
+        return rows
+
+
+@pytest.fixture
+def launcher_stop(tmp_path: Path) -> LauncherStop:
+    """Stops a sweep in ``tmp_path / "sweep"`` (tests/test_submitit.py, test_ray.py)."""
+    return LauncherStop(tmp_path / "sweep")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

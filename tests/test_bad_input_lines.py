@@ -222,7 +222,7 @@ def test_the_readme_presets_count_with_a_grid_changed_on_the_command_line():
     assert count_points(parse([*lines, "workload.access_bytes=4096"]), 10**6) == 112
 
 
-# The README's way to change a preset's grid ("Sweeps and studies"), as written there.
+# The README's way to change a preset's grid ("Study presets"), as written there.
 README_GRID = "hydra.sweeper.params.workload.access_bytes=4352,65536"
 
 

@@ -49,15 +49,7 @@ from tests.test_launchers import (
     stable,
     sweep,
 )
-from tests.test_stop import (
-    ONE_LONG_CHUNK,
-    chunk_runner,
-    done_marks,
-    finish,
-    one_line,
-    start,
-    wait_for,
-)
+from tests.test_stop import start, wait_for
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the ray extra is not installed")
@@ -146,25 +138,13 @@ def reference(tmp_path_factory) -> list[dict]:
     return rows
 
 
-def test_a_chunk_job_ray_gives_up_on_becomes_error_rows(tmp_path, cluster):
+def test_a_chunk_job_ray_gives_up_on_becomes_error_rows(launcher_stop, cluster):
     """``max_retries=0`` and the worker running chunk 0 killed: Ray gives that task up
     (WorkerCrashedError), which aborted the sweep with a traceback and no table. Now
     its point is an error row, and chunk 1's point is ok. (Joining the cluster at all
     failed before: the plugin's object_store_memory, which ray.init refuses then.)"""
-    out = tmp_path / "sweep"
-    overrides = (
-        *ONE_LONG_CHUNK,
-        "+hydra.launcher.ray.remote.max_retries=0",
-        *joined(cluster),
-    )
-    proc = start(out, *overrides)
-    wait_for(proc, lambda: chunk_runner(cluster.workers(), out, 0) is not None)
-    os.kill(chunk_runner(cluster.workers(), out, 0), signal.SIGKILL)
-    stderr = finish(proc)
-    assert proc.returncode == 1, stderr[-3000:]  # a failed point, as any
-    assert "Traceback" not in stderr, stderr[-3000:]
-    rows = pq.read_table(out / MERGED_FILE).to_pylist()
-    assert [(r["job_num"], r["status"]) for r in rows] == [(0, "error"), (1, "ok")]
+    launcher = ("+hydra.launcher.ray.remote.max_retries=0", *joined(cluster))
+    rows = launcher_stop.kill_chunk_zero(lambda proc: cluster.workers(), *launcher)
     assert rows[0]["error"].startswith("its chunk job failed: WorkerCrashedError: The worker")
     assert "\n" not in rows[0]["error"]
 
@@ -208,20 +188,15 @@ def test_ray_init_cannot_take_sigterm_from_the_sweeper():
         signal.signal(signal.SIGTERM, previous)
 
 
-def test_sigterm_stops_a_ray_sweep_like_ctrl_c_and_resume_finishes_it(tmp_path, cluster, reference):
+def test_sigterm_stops_a_ray_sweep_like_ctrl_c_and_resume_finishes_it(
+    tmp_path, launcher_stop, cluster, reference
+):
     """SIGTERM to the sweeping process alone, once a point is done: Ray's own handler
     (ray.init's) exited 1 or 134 with Ray's signal dump, merging nothing."""
-    out = tmp_path / "sweep"
-    proc = start(out, *GRID, *joined(cluster))
-    wait_for(proc, lambda: done_marks(out) >= 1)
-    os.kill(proc.pid, signal.SIGTERM)
-    stderr = finish(proc)
-    assert proc.returncode == 143, stderr[-3000:]
+    done, total, stderr = launcher_stop.sigterm(*GRID, *joined(cluster))
     assert "SIGTERM received" not in stderr, stderr[-3000:]
-    done, total = map(int, one_line(stderr).groups())
     assert total == N_POINTS and 1 <= done < N_POINTS, "stopped part-way"
-    rows = pq.read_table(out / MERGED_FILE).to_pylist()
-    assert len(rows) == done and {r["status"] for r in rows} == {"ok"}
+    out = launcher_stop.out
 
     # Resumed: the merged rows kept, the other points run.
     resumed = run_cli(tmp_path, command(out, *GRID, *joined(cluster), "hydra.sweeper.resume=true"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,10 @@ def test_dispatch_ratio_says_where_ours_differ(tmp_path):
     commands, nbytes, ratio, zero = dispatch_ratio.check(table)
     assert (commands.holds, nbytes.holds, ratio.holds, zero.holds) == (True, False, False, False)
     assert "opt3: ours 348 (ADR ≈ 232); opt2: ours 332 (ADR ≈ 380)" in nbytes.detail
+    # and names the page and section that say why: they hold the table of reasons
+    page, section = re.search(r"why they differ: (\S+\.md), ([^)]+)\)$", nbytes.detail).groups()
+    text = (Path(__file__).resolve().parents[1] / page).read_text()
+    assert "| why they differ |" in text.split(f"\n## {section}\n", 1)[1].split("\n## ")[0]
     # (10 x 32 + 348 / 4) / (2 x 32 + 332 / 4) = 407 / 147 = 2.769
     assert "ours 2.77 (ADR ≈ 2.4)" in ratio.detail
     # FIXED = 0, R = 0.25: opt2 83 against opt3 87 cycles, 1 - 83/87 = 4.6% fewer; the

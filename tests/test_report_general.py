@@ -23,29 +23,19 @@ from kernbench.report.formatting import format_table
 from kernbench.report.general import independent_axes, overview, swept_keys
 from kernbench.report.metric_plot import choose_axes
 from kernbench.results import make_row, write_rows
+from tests.report_rows import MM, stream_row
 
-MM = "topology.cube.memory_map."
 
-
-def stream_row(mapping: str, access: int, pes: int = 8, pseudo: int = 64, bw: float = 100.0):
-    flat = {
-        "topology.name": "default",
-        "topology.pes_per_cube": pes,
-        MM + "hbm_mapping_mode": mapping,
-        MM + "hbm_pseudo_channels": pseudo,
-        MM + "hbm_channels_per_pe": pseudo // pes,
-        "workload.name": "stream",
-        "workload.access_bytes": access,
-    }
+def sweep_row(mapping: str, access: int, pes: int = 8, pseudo: int = 64, bw: float = 100.0):
     metrics = {"mean_pe_bw_gbs": bw, "aggregate_bw_gbs": 16 * bw, "peak_bw_gbs": 256.0}
-    return make_row(flat, status="ok", metrics=metrics)
+    return stream_row(mapping, access, metrics, pes=pes, pseudo=pseudo)
 
 
 def readme_sweep() -> list[dict]:
     """``kernbench -m channel_mapping=one_to_one,n_to_one workload.access_bytes=4096,65536``:
     the ad-hoc sweep whose report used to end in a traceback (issue 14 item 1)."""
     grid = itertools.product(("one_to_one", "n_to_one"), (4096, 65536))
-    return [stream_row(m, a, bw=a / 256) for m, a in grid]
+    return [sweep_row(m, a, bw=a / 256) for m, a in grid]
 
 
 def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
@@ -80,7 +70,7 @@ def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
 
 
 def test_single_run_directory_is_reported(tmp_path, capsys):
-    write_rows([stream_row("n_to_one", 4096)], tmp_path / "result.parquet")
+    write_rows([sweep_row("n_to_one", 4096)], tmp_path / "result.parquet")
     assert main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"{tmp_path}: 1 row (1 ok)" in out and "== all points (1 row, 1 ok) ==" in out
@@ -140,7 +130,7 @@ def grid_rows() -> list[dict]:
     """2 mappings x 2 sizes x (PEs, pseudo-channels) in {4, 8} x {32, 64}: channels per
     PE (8, 4, 16, 8) follows from the other two."""
     grid = itertools.product(("one_to_one", "n_to_one"), (4096, 65536), (4, 8), (32, 64))
-    return [stream_row(m, a, pes=p, pseudo=c, bw=a / 256 + c / p) for m, a, p, c in grid]
+    return [sweep_row(m, a, pes=p, pseudo=c, bw=a / 256 + c / p) for m, a, p, c in grid]
 
 
 def test_axes_drop_keys_the_others_determine():
@@ -169,7 +159,7 @@ def test_default_axes_x_numeric_hue_a_choice_panels_the_rest():
     x, hue, facets = choose_axes(df, axes, None, None)  # every numeric axis has 2 values
     assert (x, hue) == ("workload.access_bytes", MM + "hbm_mapping_mode")
     assert facets == ["topology.pes_per_cube", MM + "hbm_pseudo_channels"]
-    three_sizes = pd.concat([df, pd.DataFrame([stream_row("n_to_one", 1024, 8, 32)])])
+    three_sizes = pd.concat([df, pd.DataFrame([sweep_row("n_to_one", 1024, 8, 32)])])
     x, hue, facets = choose_axes(three_sizes, axes, None, None)
     assert x == "workload.access_bytes"
     x, hue, facets = choose_axes(df, axes, "topology.pes_per_cube", None)
@@ -217,6 +207,19 @@ FLAGS = [
 
 def _browser() -> str | None:
     return next((b for b in map(shutil.which, BROWSERS) if b), None)
+
+
+def probe_page(page, script: str, tmp_path, width: int, timeout: float):
+    """What ``script`` (injected at the end of a copy of ``page``) measured in headless
+    Chromium ``width`` pixels wide: the JSON it left in ``<pre id="measured">``."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    cmd = [_browser(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+           f"--window-size={width},1000", probe.as_uri()]  # fmt: skip
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True).stdout
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
+    assert found, dom[-2000:]
+    return json.loads(html.unescape(found.group(1)))
 
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")
@@ -275,7 +278,7 @@ def test_equal_outcomes_stay_in_the_table(tmp_path, capsys):
     """`-m channel_mapping=one_to_one,n_to_one topology=small`: both mappings give the
     same bandwidth; the table still shows it, one row per mapping."""
     write_rows(
-        [stream_row(m, 4096) for m in ("one_to_one", "n_to_one")], tmp_path / "results.parquet"
+        [sweep_row(m, 4096) for m in ("one_to_one", "n_to_one")], tmp_path / "results.parquet"
     )
     assert main([str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -319,14 +322,7 @@ pre.id = "measured"; pre.textContent = JSON.stringify(out); document.body.append
 
 def measure_page(page, tmp_path, width: int) -> dict:
     """Render ``page`` in headless Chromium ``width`` pixels wide; MEASURE's figures."""
-    probe = tmp_path / "probe.html"
-    probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
-    cmd = [_browser(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-           f"--window-size={width},1000", probe.as_uri()]  # fmt: skip
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
-    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
-    assert found, dom[-2000:]
-    return json.loads(html.unescape(found.group(1)))
+    return probe_page(page, MEASURE, tmp_path, width, timeout=120)
 
 
 @pytest.mark.skipif(_browser() is None, reason="no Chromium installed (apt-get install chromium)")

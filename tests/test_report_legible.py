@@ -13,20 +13,16 @@ mappings that give equal figures, the case where 1:1 used to hide n:1.
 
 from __future__ import annotations
 
-import html
 import itertools
-import json
-import re
-import subprocess
 
 import numpy as np
 import pytest
 
 from kernbench.report.cli import main
-from kernbench.results import make_row, write_rows
-from tests.test_report_general import FLAGS, _browser
+from kernbench.results import write_rows
+from tests import report_rows
+from tests.test_report_general import _browser, probe_page
 
-MM = "topology.cube.memory_map."
 LINK = "sip0.cube0.pe0.agg_router<->sip0.cube0.hbm_ctrl"
 # (pattern, active PEs, op) -> mean per-PE GB/s at 64 KiB (the main job's magnitudes)
 CASES = {
@@ -40,23 +36,8 @@ CASES = {
 }
 
 
-def stream_row(mapping, pes, pseudo, case, access, fabric="fair", small=False) -> dict:
+def case_row(mapping, pes, pseudo, case, access, fabric="fair", small=False) -> dict:
     pattern, active, op = case
-    flat = {
-        "topology.name": "small" if small else "default",
-        "topology.pes_per_cube": pes,
-        MM + "hbm_mapping_mode": mapping,
-        MM + "hbm_pseudo_channels": pseudo,
-        MM + "hbm_channels_per_pe": pseudo // pes,
-        MM + "interleave_bytes": 256,
-        "workload.name": "stream",
-        "workload.access_bytes": access,
-        "workload.align_offset_bytes": 0,
-        "workload.active_pes": active,
-        "workload.pattern": pattern,
-        "workload.op": op,
-        "sim.fabric": fabric,
-    }
     # a PE's figure halves from 4 to 8 PEs per cube, except neighbour reads (as in the
     # main job, where several shapes and sizes meet at one point of the scatter)
     halves = pes == 8 and case != ("neighbor", "all", "read")
@@ -65,19 +46,21 @@ def stream_row(mapping, pes, pseudo, case, access, fabric="fair", small=False) -
         bw *= 0.997 if access == 65792 else 0.95 if (pattern, access) == ("hotspot", 512) else 1
     metrics = {"mean_pe_bw_gbs": bw, "aggregate_bw_gbs": bw * pes * 2, "busiest_link": LINK,
                "bw_fairness": 1.0}  # fmt: skip
-    return make_row(flat, status="ok", metrics=metrics)
+    columns = dict(topology="small" if small else "default", interleave=256, align=0,
+                   active=active, pattern=pattern, op=op, fabric=fabric)  # fmt: skip
+    return report_rows.stream_row(mapping, access, metrics, pes=pes, pseudo=pseudo, **columns)
 
 
 def main_job_rows() -> list[dict]:
     grid = itertools.product(("n_to_one", "one_to_one"), (4, 8), (32, 64), CASES,
                              (512, 65536, 65792), ("fair", "reservation"))  # fmt: skip
-    return [stream_row(*point) for point in grid]
+    return [case_row(*point) for point in grid]
 
 
 def twenty_point_rows() -> list[dict]:
     cases = [("local", "all", "read"), ("hotspot", "all", "read")]
     grid = itertools.product(("n_to_one", "one_to_one"), cases, (512, 4096, 16384, 65536, 65792))
-    return [stream_row(m, 2, 16, c, a, small=True) for m, c, a in grid]
+    return [case_row(m, 2, 16, c, a, small=True) for m, c, a in grid]
 
 
 # Injected into a copy of report.html: per figure, its box, each text's corners and
@@ -127,14 +110,7 @@ MIN_PX = 7.0  # smaller text is not read
 
 
 def measure(report, tmp_path) -> list[dict]:
-    probe = tmp_path / "probe.html"
-    probe.write_text(report.read_text().replace("</body>", PROBE + "</body>"))
-    cmd = [_browser(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-           f"--window-size={WIDTH},1000", probe.as_uri()]  # fmt: skip
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True).stdout
-    found = re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)
-    assert found, dom[-2000:]
-    return json.loads(html.unescape(found.group(1)))
+    return probe_page(report, PROBE, tmp_path, WIDTH, timeout=180)
 
 
 def overlap(a, b, gap: float = 0.5) -> bool:

@@ -17,8 +17,8 @@ from kernbench.report.general import main_metrics
 from kernbench.report.metric_plot import PlotError, metric_figure
 from kernbench.results import make_row
 from kernbench.units import axis_label
+from tests.report_rows import MM, stream_row
 
-MM = "topology.cube.memory_map."
 COST = "topology.pe.attrs.pe_cost_model."
 # traffic= options of the bw_equivalence preset: (pattern, active_pes)
 TRAFFIC = (("local", "all"), ("neighbor", "all"), ("hotspot", "all"), ("uniform", "1"),
@@ -35,23 +35,11 @@ def bw_preset_rows() -> pd.DataFrame:
     grid = itertools.product(("n_to_one", "one_to_one"), (4, 8), (32, 64), TRAFFIC,
                              (512, 65536, 65792), ("fair", "reservation"))  # fmt: skip
     for mapping, pes, pseudo, (pattern, active), access, fabric in grid:
-        flat = {
-            "topology.pes_per_cube": pes,
-            MM + "hbm_mapping_mode": mapping,
-            MM + "hbm_pseudo_channels": pseudo,
-            MM + "hbm_channels_per_pe": pseudo // pes,
-            MM + "interleave_bytes": 256,
-            "workload.name": "stream",
-            "workload.access_bytes": access,
-            "workload.align_offset_bytes": 0,
-            "workload.active_pes": active,
-            "workload.pattern": pattern,
-            "sim.fabric": fabric,
-        }
         bw = BAND[pattern] + access / 1000 + pes + (mapping == "n_to_one")
-        rows.append(
-            make_row(flat, status="ok", metrics={"mean_pe_bw_gbs": bw, "busiest_link": LINK})
-        )
+        metrics = {"mean_pe_bw_gbs": bw, "busiest_link": LINK}
+        columns = dict(topology=None, interleave=256, align=0, active=active, pattern=pattern,
+                       fabric=fabric)  # fmt: skip
+        rows.append(stream_row(mapping, access, metrics, pes=pes, pseudo=pseudo, **columns))
     return pd.DataFrame(rows)
 
 

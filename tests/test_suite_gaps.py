@@ -123,10 +123,11 @@ def test_a_uniform_stream_with_a_short_last_access_moves_exactly_its_bytes():
     """2 PEs each stream 3 x 4096 + 1024 = 13312 B in accesses of 4096 under
     ``uniform``: 3 whole accesses and one of 1024, so 4 accesses per PE, 8 in all, and
     2 x 13312 = 26624 B. Each access goes to the PE that NumPy's default generator
-    seeded with workload.seed draws for it, one row of 4 draws per PE over the 16
-    PEs (README): the HBM behind each drawn PE gives 4096 B for draws 0-2 of a row
-    and 1024 B for draw 3. A read's bytes leave HBM on the twin of the router's link
-    into it (DESIGN §13.1): they are counted there, and nothing goes in."""
+    seeded with workload.seed draws for it (docs/explanation/models.md, "Stream workload
+    and traffic patterns"), one row of 4 draws per PE over the 16 PEs: the HBM behind
+    each drawn PE gives 4096 B for draws 0-2 of a row and 1024 B for draw 3. A read's
+    bytes leave HBM on the twin of the router's link into it (DESIGN §13.1): they are
+    counted there, and nothing goes in."""
     access, total = 4096, 3 * 4096 + 1024
     cfg = make_cfg(pattern=StreamPattern.uniform, access_bytes=access, bytes_per_pe=total,
                    active_pes=2, seed=5)  # fmt: skip

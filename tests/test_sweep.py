@@ -177,10 +177,10 @@ def test_dispatch_ratio_full_table(tmp_path):
     for r in (opt2, opt3):
         expected = 32 * r["commands_per_tile"] + 0.25 * r["logical_bytes_per_tile"]
         assert r["dispatch_cycles_per_tile"] == pytest.approx(expected)
-    # The cost-model issue's figures (README, "Dispatch cost model and GQA kernels"):
-    # opt2 2 commands, 332 B -> 2 x 32 + 332 / 4 = 147 cycles per tile; opt3 10 commands,
-    # 348 B -> 10 x 32 + 348 / 4 = 407; ratio 407 / 147 = 2.77 (the ADR's ~2.4 assumed
-    # 232 and 380 B; the report states that difference).
+    # The cost-model issue's figures (docs/explanation/models.md, "Dispatch cost model
+    # and GQA kernels"): opt2 2 commands, 332 B -> 2 x 32 + 332 / 4 = 147 cycles per
+    # tile; opt3 10 commands, 348 B -> 10 x 32 + 348 / 4 = 407; ratio 407 / 147 = 2.77
+    # (the ADR's ~2.4 assumed 232 and 380 B; the report states that difference).
     assert (opt2["commands_per_tile"], opt2["logical_bytes_per_tile"]) == (2, 332)
     assert (opt3["commands_per_tile"], opt3["logical_bytes_per_tile"]) == (10, 348)
     ratio = opt3["dispatch_cycles_per_tile"] / opt2["dispatch_cycles_per_tile"]

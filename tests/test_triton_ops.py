@@ -1,6 +1,6 @@
 """The supported subset of ``triton.language`` beyond the shipped kernels: values match
-torch and each op issues the commands the README says (reductions one MATH each,
-index arithmetic and views nothing)."""
+torch and each op issues the commands docs/how-to/triton.md says (reductions one MATH
+each, index arithmetic and views nothing)."""
 
 from __future__ import annotations
 

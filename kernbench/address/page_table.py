@@ -2,22 +2,18 @@
 
 A mapping is held as *runs* ``(first VA page, end page, PA of the first page, end VA
 of the valid bytes)``: a page maps to its run's PA plus its offset in it, so a 2 GiB
-tensor is one run, not 500,000 pages.
-
-D-VA3 installs a sharded tensor on every PE of the SIPs that hold it: one message,
-the same runs on each PE. A :class:`PageTable` is one message's runs, made once and
-shared by every MMU it lands on, so a tensor of N shards installed on N PEs costs N
-runs, not N² (16,384 PEs: 268 million), and installing it on a PE costs one insert.
-A :class:`PeMMU` holds its tables sorted, their page ranges never overlapping; a
-change to one PE alone (``map`` and ``unmap`` of a range, as tests and the Triton
-layer do) makes that PE a new table in place of the old (copy on write): a shared
-table never changes.
+tensor is one run, not 500,000 pages. A :class:`PageTable` is one install message's
+runs, shared by every MMU it lands on (:mod:`kernbench.address.sorted_tables`:
+sorted, copy on write; 16,384 PEs would otherwise hold 268 million runs); ``map`` and
+``unmap`` of a range on one PE, as tests and the Triton layer do, make that PE a new
+table of its own.
 """
 
 from __future__ import annotations
 
 import bisect
 
+from kernbench.address.sorted_tables import Ranged, SortedTables
 from kernbench.errors import AddressFault
 
 # (first VA page, end page, PA of the first page, end VA of the valid bytes)
@@ -46,15 +42,14 @@ def overlap(runs: list[Run]) -> int:
     return -1
 
 
-class PageTable:
+class PageTable(Ranged):
     """Runs sorted by first page, never overlapping, never empty; never changed once
-    made (MMUs share it)."""
+    made (MMUs share it). Its range: its first page to past its last."""
 
     def __init__(self, runs: list[Run]) -> None:
+        super().__init__(runs[0][0], max(run[1] for run in runs))
         self.runs = runs
         self.starts = [run[0] for run in runs]
-        self.lo = runs[0][0]  # its first page
-        self.hi = max(run[1] for run in runs)  # past its last page
         self.pages = sum(run[1] - run[0] for run in runs)
 
     def find(self, page: int) -> Run | None:
@@ -89,15 +84,14 @@ class PeMMU:
         self.shift = page_size.bit_length() - 1
         self.mask = page_size - 1
         self.tlb_overhead_ns = tlb_overhead_ns
-        self._tables: list[PageTable] = []
-        self._los: list[int] = []  # each table's first page, for bisect
+        self._index: SortedTables[PageTable] = SortedTables(_merged)
         self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
         self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)
         self.generation = 0  # bumped by every change (translation caches check it)
 
     @property
     def mapped_pages(self) -> int:
-        return sum(table.pages for table in self._tables)
+        return sum(table.pages for table in self._index.tables)
 
     def add_tensor(self, base: int, span: int, name: str) -> None:
         self._tensors[base] = (base + span, name)
@@ -118,9 +112,7 @@ class PeMMU:
     def detach(self, table: PageTable) -> None:
         """Unmap what ``table`` mapped: drop it, or, if this PE's copy changed since
         (copy on write), unmap its runs' pages."""
-        i = bisect.bisect_left(self._los, table.lo)
-        if i < len(self._tables) and self._tables[i] is table:
-            del self._tables[i], self._los[i]
+        if self._index.drop(table):
             self._changed()
             return
         for start, end, _, _ in table.runs:
@@ -140,39 +132,21 @@ class PeMMU:
         """Unmap every mapped page of ``[va, va+nbytes)`` (page-aligned)."""
         lo, hi = va >> self.shift, (va + nbytes) >> self.shift
         tables: list[PageTable] = []
-        for table in self._tables:
+        for table in self._index.tables:
             if table.hi <= lo or table.lo >= hi:
                 tables.append(table)
             else:  # this PE's own copy, without the range
                 kept = table.without(lo, hi, self.shift)
                 if kept:
                     tables.append(PageTable(kept))
-        self._set(tables)
+        self._index.set(tables)
+        self._changed()
 
     def _insert(self, table: PageTable) -> bool:
-        """Add ``table``: shared if its page range meets no other's, else merged with
-        the tables it meets into a new one of this PE's own. False if a run overlaps."""
-        i = bisect.bisect_right(self._los, table.lo)
-        tables = self._tables
-        if (i == 0 or tables[i - 1].hi <= table.lo) and (
-            i == len(tables) or tables[i].lo >= table.hi
-        ):
-            tables.insert(i, table)
-            self._los.insert(i, table.lo)
-            self._changed()
-            return True
-        met = [t for t in tables if t.lo < table.hi and table.lo < t.hi]
-        runs = sorted([run for t in met for run in t.runs] + table.runs)
-        if overlap(runs) >= 0:
+        if not self._index.insert(table):
             return False
-        self._set([t for t in tables if t not in met] + [PageTable(runs)])
-        return True
-
-    def _set(self, tables: list[PageTable]) -> None:
-        tables.sort(key=_first_page)
-        self._tables = tables
-        self._los = [t.lo for t in tables]
         self._changed()
+        return True
 
     def _changed(self) -> None:
         self.generation += 1
@@ -184,10 +158,10 @@ class PeMMU:
         run = self._last
         if run[0] <= page < run[1]:
             return run
-        j = bisect.bisect_right(self._los, page) - 1
+        j = bisect.bisect_right(self._index.los, page) - 1
         if j < 0:
             return None
-        found = self._tables[j].find(page)
+        found = self._index.tables[j].find(page)
         if found is None:
             return None
         self._last = found
@@ -249,5 +223,7 @@ class PeMMU:
         return pieces
 
 
-def _first_page(table: PageTable) -> int:
-    return table.lo
+def _merged(tables: list[PageTable]) -> PageTable | None:
+    """The tables' runs as one table of a PE's own, or None if two overlap."""
+    runs = sorted([run for t in tables for run in t.runs])
+    return PageTable(runs) if overlap(runs) < 0 else None

@@ -12,7 +12,7 @@ Optuna's sweeper makes that a failed trial (``TrialState.FAIL``, "Return value m
 float-castable") and goes on with the study. Raising instead would end the study at
 the first failure (its ``max_failure_rate`` is 0 by default), and NaN ends it too
 (hydra-optuna-sweeper 1.3.0 passes the NaN on when it marks the trial failed, which
-Optuna refuses). README "Design-space search" says the same for users.
+Optuna refuses). docs/how-to/search.md says the same for users.
 
 This module owns the check (:func:`check`, a validation rule; the command line's
 pre-check calls :func:`check_names` with what it knows before composing) and the value

@@ -90,7 +90,8 @@ def _bytes(t: pd.DataFrame) -> Claim:
     holds = all(matches_stated(b, ADR_BYTES[v]) for v in ADR_BYTES for b in ours[v])
     detail = "; ".join(f"{v}: ours {_list(ours[v])} (ADR ≈ {ADR_BYTES[v]})" for v in ADR_BYTES)
     text = "logical bytes dispatched per KV tile: opt3 ≈ 232, opt2 ≈ 380 (ADR-0064 A2)"
-    return Claim(text, holds, detail + " (README: why they differ)")
+    why = " (why they differ: docs/explanation/studies.md, Dispatch ratio)"
+    return Claim(text, holds, detail + why)
 
 
 def _default_ratio(t: pd.DataFrame) -> Claim:

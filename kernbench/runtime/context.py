@@ -43,8 +43,8 @@ class Shard:
     """One PE's piece of a tensor: its offset in the tensor's address range, its size
     and its physical address. Shards are back to back in the range (offset = the sizes
     before it) unless the model's layout unit forbids it: under VA, shards that are not
-    whole pages start a page-rounded stride apart, with holes between (README,
-    "Address models")."""
+    whole pages start a page-rounded stride apart, with holes between
+    (docs/explanation/models.md, "Address models")."""
 
     pe: PeId
     offset_bytes: int

@@ -5,7 +5,7 @@ A case function is how ``workload=triton`` runs any kernel, shipped or the user'
 :class:`~kernbench.triton.Accelerator`) from the sizes in ``w`` (the workload config),
 and says the launch grid, the arguments and, per output tensor, the expected torch
 values. A user's kernel ``pkg.mod:my_kernel`` needs ``my_kernel_case`` beside it in
-``pkg.mod``, with this signature (README, "Triton kernels").
+``pkg.mod``, with this signature (docs/how-to/triton.md, "Your own kernel").
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ DESIGN §13.2. The step is 14 launches of plain ``@triton.jit`` kernels
     mlp_norm (rms_norm) -> gate_proj, up_proj (matmul) -> silu_mul -> down_proj
     (matmul) -> mlp_residual (residual_add)
 
-Where tensors live (``workload.placement``, README "Decoder layer"): a projection's
-weight, ``(out_features, in_features)``, is split by rows over the PEs that run its
-programs, and its programs go to those PEs in blocks (``mapping="block"``), so a
-program reads the rows it needs from its own PE when the blocks divide evenly; the KV
-cache likewise over the attention's PEs, one ``(sequence, KV head)`` slab per program;
-activations over every PE.
+Where tensors live (``workload.placement``, docs/explanation/studies.md, "Decoder
+layer"): a projection's weight, ``(out_features, in_features)``, is split by rows over
+the PEs that run its programs, and its programs go to those PEs in blocks
+(``mapping="block"``), so a program reads the rows it needs from its own PE when the
+blocks divide evenly; the KV cache likewise over the attention's PEs, one
+``(sequence, KV head)`` slab per program; activations over every PE.
 
 The row (:func:`layer_row`) sums the launches and names the one that took longest; the
 per-launch rows (:func:`kernel_row`, with their roofline) go to ``kernels.parquet``.

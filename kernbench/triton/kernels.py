@@ -158,6 +158,35 @@ def rms_norm(X, W, Y, stride, N, eps, BLOCK_SIZE: tl.constexpr):
 
 
 @triton.jit
+def head_block(
+    X,
+    Out,
+    x_offset,
+    x_token_stride,
+    x_head_stride,
+    out_offset,
+    out_token_stride,
+    out_head_stride,
+    n_heads,
+    width,
+    BLOCK_H: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # The indexing of a per-head kernel (rotary, kv_append), program (token, block of
+    # BLOCK_H heads): a head's element offsets i (BLOCK of them, the first ``width``
+    # real), the mask of real heads and elements, and where element i of each head is
+    # read in X (heads x_head_stride apart from x_offset in the token's row) and
+    # written in Out (out_head_stride apart from out_offset: a KV cache's slots).
+    tok = tl.program_id(0)
+    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    i = tl.arange(0, BLOCK)
+    mask = (heads[:, None] < n_heads) & (i[None, :] < width)
+    src = X + x_offset + tok * x_token_stride + heads[:, None] * x_head_stride + i[None, :]
+    dst = Out + out_offset + tok * out_token_stride + heads[:, None] * out_head_stride
+    return tok, i, mask, src, dst + i[None, :]
+
+
+@triton.jit
 def rotary(
     X,
     Out,
@@ -175,22 +204,19 @@ def rotary(
 ):
     # Rotary position embedding, rotate-half form: a head of 2 x HALF elements becomes
     # (x1 cos - x2 sin, x2 cos + x1 sin) with x1, x2 its halves and cos, sin the token's
-    # tables (HALF each). Program (token, block of BLOCK_H heads). Heads are read
-    # contiguous from X at x_offset and written at out_head_stride from out_offset, so
-    # K can go straight into its slot of a KV cache.
-    tok = tl.program_id(0)
-    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    i = tl.arange(0, BLOCK)
+    # tables (HALF each). Heads are read contiguous from X at x_offset and written at
+    # out_head_stride from out_offset, so K can go straight into its slot of a KV cache.
+    tok, i, mask, src, dst = head_block(
+        X, Out, x_offset, x_token_stride, 2 * HALF, out_offset, out_token_stride,
+        out_head_stride, n_heads, HALF, BLOCK_H, BLOCK,
+    )  # fmt: skip
     in_half = i < HALF
-    mask = (heads[:, None] < n_heads) & in_half[None, :]
-    src = X + x_offset + tok * x_token_stride + heads[:, None] * (2 * HALF) + i[None, :]
     x1 = tl.load(src, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(src + HALF, mask=mask, other=0.0).to(tl.float32)
     c = tl.load(Cos + tok * HALF + i, mask=in_half, other=0.0)[None, :]
     s = tl.load(Sin + tok * HALF + i, mask=in_half, other=0.0)[None, :]
-    dst = Out + out_offset + tok * out_token_stride + heads[:, None] * out_head_stride
-    tl.store(dst + i[None, :], x1 * c - x2 * s, mask=mask)
-    tl.store(dst + HALF + i[None, :], x2 * c + x1 * s, mask=mask)
+    tl.store(dst, x1 * c - x2 * s, mask=mask)
+    tl.store(dst + HALF, x2 * c + x1 * s, mask=mask)
 
 
 @triton.jit
@@ -210,13 +236,11 @@ def kv_append(
     # Copy a token's n_heads heads (contiguous in X from x_offset) into their slots of
     # a KV cache (cache_head_stride apart from cache_offset): the V half of a decode
     # step's cache update (rotary writes K).
-    tok = tl.program_id(0)
-    heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    d = tl.arange(0, BLOCK)
-    mask = (heads[:, None] < n_heads) & (d[None, :] < HEAD_DIM)
-    src = X + x_offset + tok * x_token_stride + heads[:, None] * HEAD_DIM + d[None, :]
-    dst = Cache + cache_offset + tok * cache_token_stride + heads[:, None] * cache_head_stride
-    tl.store(dst + d[None, :], tl.load(src, mask=mask), mask=mask)
+    _, _, mask, src, dst = head_block(
+        X, Cache, x_offset, x_token_stride, HEAD_DIM, cache_offset, cache_token_stride,
+        cache_head_stride, n_heads, HEAD_DIM, BLOCK_H, BLOCK,
+    )  # fmt: skip
+    tl.store(dst, tl.load(src, mask=mask), mask=mask)
 
 
 @triton.jit

@@ -1,4 +1,4 @@
-"""The metrics row of one launch (the columns README "Triton kernels" lists).
+"""The metrics row of one launch (the columns docs/how-to/triton.md lists).
 
 A system may run several launches, so every figure is a difference of cumulative
 per-PE counters taken before and after it: bytes the DMA engines moved, dispatch
