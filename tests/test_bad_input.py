@@ -130,6 +130,17 @@ VALIDATION_CASES = [
         "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles",
         "1e+308 exceeds 1e+12 cycles",
     ),
+    (  # fuzz: a 2^63 B header pushed simulated time past what a float holds: the run's
+        # time stood still and a rate divided by zero. 1 MiB per header or entry.
+        ["topology.control.msg_header_bytes=9223372036854775807"],
+        "topology.control.msg_header_bytes",
+        "9223372036854775807 exceeds 1048576 bytes",
+    ),
+    (
+        ["topology.control.pte_bytes=1048577"],
+        "topology.control.pte_bytes",
+        "1048577 exceeds 1048576 bytes",
+    ),
     (
         ["workload.access_bytes=8388608"],
         "workload.access_bytes",

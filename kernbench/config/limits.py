@@ -80,10 +80,18 @@ NON_NEGATIVE: tuple[str, ...] = (
     "workload.seed",
 )
 
+# A control message's header or one of its entries: 16, 8 and 32 B by default. Past
+# 1 MiB, an install's many entries on the slowest link allowed push simulated time past
+# the 2^53 ns a float holds exactly (a 2^63 B header: a run whose time stood still).
+MAX_MESSAGE_PART_BYTES = 1 << 20
+
 # Keys without a unit suffix the suffix limits cover, and their largest value.
 AT_MOST: dict[str, tuple[float, str]] = {
     "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles": (MAX_TIME_NS, "cycles"),
     "topology.pe.attrs.pe_cost_model.byte_cycles_recip": (1e6, "cycles per byte"),
+    "topology.control.msg_header_bytes": (MAX_MESSAGE_PART_BYTES, "bytes"),
+    "topology.control.pte_bytes": (MAX_MESSAGE_PART_BYTES, "bytes"),
+    "topology.control.baaw_segment_bytes": (MAX_MESSAGE_PART_BYTES, "bytes"),
 }
 
 POWER_OF_TWO: tuple[str, ...] = (
@@ -157,7 +165,8 @@ def at_most(cfg: KernBenchConfig) -> None:
     for key, (limit, unit) in AT_MOST.items():
         value = get_key(cfg, key)
         if value is not ABSENT and value > limit:
-            raise ConfigError(key, f"{value} exceeds {limit:g} {unit}")
+            shown = str(limit) if isinstance(limit, int) else f"{limit:g}"
+            raise ConfigError(key, f"{value} exceeds {shown} {unit}")
 
 
 def powers_of_two(cfg: KernBenchConfig) -> None:
