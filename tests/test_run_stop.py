@@ -4,10 +4,10 @@ and the shell's status for SIGINT, 130, as the run's own long-run warning promis
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
+import textwrap
 
 from tests.test_launchers import environment
 from tests.test_stop import wait_for
@@ -38,19 +38,12 @@ def test_ctrl_c_on_a_single_run_is_one_line_and_130(tmp_path):
         text=True, start_new_session=True, preexec_fn=as_from_a_terminal,
     )  # fmt: skip
     try:
-        # Hydra writes config.yaml, hydra.yaml, then overrides.yaml, then runs the task.
-        # A first Ctrl-C is sometimes lost even so: 1 in ~20 tries here with the signal
-        # just as Hydra writes .hydra/ (the run goes on; where it is swallowed is not
-        # found yet, see the closing note of 2026-12-03). A user presses it again: so
-        # does this test, every 10 s, and checks what the one that lands does.
+        # Hydra writes config.yaml, hydra.yaml, then overrides.yaml, then runs the task:
+        # one Ctrl-C as soon as the last appears (once: a first one that lands
+        # in a finalizer is no longer lost, see the test below).
         wait_for(proc, lambda: (out / ".hydra" / "overrides.yaml").exists())
-        for _ in range(6):
-            proc.send_signal(signal.SIGINT)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                stdout, stderr = proc.communicate(timeout=10)
-                break
-        else:
-            raise AssertionError("six Ctrl-C, 10 s apart, did not stop the run")
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert proc.returncode == 130, stderr[-3000:]
@@ -59,3 +52,43 @@ def test_ctrl_c_on_a_single_run_is_one_line_and_130(tmp_path):
     assert lines == ["kernbench: interrupted: the run stopped; no result was written"]
     assert not (out / "result.parquet").exists()
     assert "result:" not in stdout
+
+
+# A Ctrl-C whose KeyboardInterrupt is lost where it lands: Python runs the handler in
+# whatever Python code runs next, and when that is a finalizer the garbage collector
+# runs (here one run while Hydra writes .hydra/config.yaml, as any abandoned object's
+# may be), the exception is only reported ("Exception ignored in ...") and the code
+# around goes on. The run then simulated to the end and wrote its result (exit 0).
+# The child sets this up in itself, before kernbench's code runs, as a user's process
+# meets it: an audit hook drops such an object when Hydra opens the file.
+LOST_IN_A_FINALIZER = textwrap.dedent("""
+    import os, runpy, signal, sys
+
+    class Abandoned:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            len(())  # Python runs the handler here, inside the finalizer
+
+    def hook(event, args):
+        if event == "open" and str(args[0]).endswith(os.path.join(".hydra", "config.yaml")):
+            Abandoned()  # dropped at once: its finalizer runs here
+
+    sys.addaudithook(hook)
+    sys.argv[0] = "kernbench.app"
+    runpy.run_module("kernbench.app", run_name="__main__", alter_sys=True)
+""")
+
+
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", LOST_IN_A_FINALIZER, "cache=false", f"hydra.run.dir={out}"],
+        cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=300,
+        start_new_session=True, preexec_fn=as_from_a_terminal,
+    )  # fmt: skip
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("kernbench:")]
+    assert lines == ["kernbench: interrupted: the run stopped; no result was written"]
+    assert not (out / "result.parquet").exists()
+    assert "result:" not in proc.stdout

@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from kernbench.files import write_atomic
+from kernbench.sweep import stop
 
 if TYPE_CHECKING:
     from kernbench.sim.system import System
@@ -67,10 +68,13 @@ class RunBar:
             self.bar.close()
 
     def launched(self, system: System, sources: Sequence[tuple[Any, Any]]) -> None:
-        """A kernel launch: add its commands to the bar's total (None if unknown).
+        """A kernel launch: add its commands to the bar's total (None if unknown). Like
+        :meth:`advanced`, a :func:`kernbench.sweep.stop.checkpoint`: a Ctrl-C whose
+        exception was lost stops the simulation here.
 
         Only lengths a source already knows are used: counting a long kernel's commands
         would trace it whole and undo replay's batching."""
+        stop.checkpoint()
         counts = [getattr(src, "known_total", None) for _, src in sources]
         if self.total is not None:
             self.total = None if None in counts else self.total + sum(counts)  # type: ignore[arg-type]
@@ -91,6 +95,7 @@ class RunBar:
 
     def advanced(self, system: System) -> None:
         """Simulated time went on: show the commands dispatched so far."""
+        stop.checkpoint()
         if self.bar is None:
             return
         done = dispatched_commands(system)
