@@ -133,6 +133,8 @@ def handled(signals: Iterable[int] = STOP_SIGNALS) -> Iterator[StopRequest]:
     if threading.current_thread() is not threading.main_thread():
         yield request
         return
+    if _active:  # a stop the enclosing block recorded but lost carries in (a sweep's)
+        request.signum = _active[-1].signum
     previous = {signum: signal.signal(signum, request.handle) for signum in signals}
     unraisable = sys.unraisablehook
     sys.unraisablehook = _quiet_lost_stop(unraisable)
