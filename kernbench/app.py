@@ -110,9 +110,10 @@ def run() -> None:
     left it (the console script, :mod:`kernbench.cli.command`, calls that first).
 
     Ctrl-C is recorded as well as raised (:func:`kernbench.sweep.stop.handled`), so
-    one whose exception is lost where it lands (a finalizer run by the garbage
-    collector) still stops the run at the next checkpoint; a second one leaves at
-    once. A sweep's sweeper handles its own stop inside."""
+    one whose exception is lost where it lands (inside ``int()`` in OmegaConf's YAML
+    dumper while Hydra writes ``.hydra/``, or in a finalizer) still stops the run at
+    the next checkpoint; a second one leaves at once. A sweep's sweeper handles its
+    own stop inside."""
     with stop.handled((signal.SIGINT,)):
         try:
             _hydra_task()
