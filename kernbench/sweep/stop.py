@@ -18,11 +18,11 @@ same status, merging nothing (finished points are in the point cache).
 A single run handles SIGINT the same way (:func:`kernbench.app.run`): the first raises
 :class:`Interrupted`, a second leaves at once. The first one's exception can be lost
 where it is raised, and the run then went on simulating as if no Ctrl-C had come. Seen:
-while Hydra writes ``.hydra/`` OmegaConf's YAML dumper tries ``int()`` on every string it writes
-(inside ``except ValueError``); a signal handled while such an ``int()`` ran left no
-KeyboardInterrupt behind once it raised its ValueError: the handler's exception was
-dropped inside ``int()``, never reaching a Python frame (5 of 6,605 moments tried in
-that window; a loop of ``int("abc")`` alone loses about 1 Ctrl-C in 100-150).
+while Hydra writes ``.hydra/``, OmegaConf's YAML dumper tries ``int()`` on every string
+it writes (inside ``except ValueError``); a signal handled while such an ``int()`` ran
+left no KeyboardInterrupt behind once it raised its ValueError: the handler's exception
+was dropped inside ``int()``, never reaching a Python frame (5 of 6,605 moments tried
+in that window; a loop of ``int("abc")`` alone loses about 1 Ctrl-C in 100-150).
 A finalizer (``__del__``, a weakref callback) run by the garbage collector when the
 signal comes loses it too, with an "Exception ignored" report. So the request stays
 recorded, such a report of it is not printed (:func:`handled`), and :func:`checkpoint`,
