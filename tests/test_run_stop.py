@@ -4,10 +4,12 @@ and the shell's status for SIGINT, 130, as the run's own long-run warning promis
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from tests.test_launchers import environment
 from tests.test_stop import wait_for
@@ -61,18 +63,24 @@ def test_ctrl_c_on_a_single_run_is_one_line_and_130(tmp_path):
 # tried there; kernbench.sweep.stop). The same loss, made certain: the signal handled
 # inside a finalizer, where Python only reports the exception ("Exception ignored")
 # and goes on. The child sets this up in itself before kernbench's code runs, as a
-# user's process meets it: an audit hook drops such an object when Hydra opens
-# .hydra/config.yaml, and the object's finalizer sends the SIGINT.
+# user's process meets it: an audit hook drops such an object when the run first opens
+# a file whose path ends with its first argument, and the object's finalizer sends
+# the SIGINT.
 LOST_IN_A_FINALIZER = textwrap.dedent("""
     import os, runpy, signal, sys
+
+    WHERE = sys.argv.pop(1)
 
     class Abandoned:
         def __del__(self):
             os.kill(os.getpid(), signal.SIGINT)
             len(())  # Python runs the handler here, inside the finalizer
 
+    fired = []
+
     def hook(event, args):
-        if event == "open" and str(args[0]).endswith(os.path.join(".hydra", "config.yaml")):
+        if not fired and event == "open" and str(args[0]).endswith(WHERE):
+            fired.append(True)
             Abandoned()  # dropped at once: its finalizer runs here
 
     sys.addaudithook(hook)
@@ -81,16 +89,35 @@ LOST_IN_A_FINALIZER = textwrap.dedent("""
 """)
 
 
-def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path):
-    out = tmp_path / "run"
-    proc = subprocess.run(
-        [sys.executable, "-c", LOST_IN_A_FINALIZER, "cache=false", f"hydra.run.dir={out}"],
+def lost_at(where: str, tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """kernbench run with ``overrides``, its first Ctrl-C lost when it opens ``where``."""
+    return subprocess.run(
+        [sys.executable, "-c", LOST_IN_A_FINALIZER, where, *overrides, "cache=false"],
         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=300,
         start_new_session=True, preexec_fn=as_from_a_terminal,
     )  # fmt: skip
+
+
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path):
+    out = tmp_path / "run"
+    proc = lost_at(os.path.join(".hydra", "config.yaml"), tmp_path, f"hydra.run.dir={out}")
     assert proc.returncode == 130, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("kernbench:")]
     assert lines == ["kernbench: interrupted: the run stopped; no result was written"]
     assert not (out / "result.parquet").exists()
     assert "result:" not in proc.stdout
+
+
+def test_a_ctrl_c_lost_while_a_sweep_is_composed_still_stops_it(tmp_path):
+    """Lost before the sweeper sets its own handler (Hydra reads conf/config.yaml to
+    compose the sweep): the sweep then ran every point; now it stops before any."""
+    out = tmp_path / "sweep"
+    where = os.path.join("conf", "config.yaml")
+    proc = lost_at(where, tmp_path, "-m", "workload.access_bytes=256,512", f"hydra.sweep.dir={out}")
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "kernbench: interrupted: 0 of 2 points done; cache=false, so a rerun runs every point again"
+    )
+    assert not (out / "results.parquet").exists()
