@@ -118,8 +118,7 @@ def run() -> None:
         try:
             _hydra_task()
         except KeyboardInterrupt:
-            print("kernbench: interrupted: the run stopped; no result was written", file=sys.stderr)
-            stop.leave(130)
+            stop.run_interrupted()
     outcome = callbacks.pop_outcome()
     if outcome is None:
         return

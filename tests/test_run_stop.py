@@ -121,3 +121,40 @@ def test_a_ctrl_c_lost_while_a_sweep_is_composed_still_stops_it(tmp_path):
         "kernbench: interrupted: 0 of 2 points done; cache=false, so a rerun runs every point again"
     )
     assert not (out / "results.parquet").exists()
+
+
+# The console script imports the simulator, pandas and pyarrow only once its arguments
+# are through (kernbench.cli.command): about half a second here, more under load. A
+# Ctrl-C there printed the import's KeyboardInterrupt traceback and the process died
+# by SIGINT. The child presses it as pyarrow starts to load (an audit hook, set before
+# kernbench's code runs) and calls the console script's entry point as `kernbench` does.
+CTRL_C_WHILE_IMPORTING = textwrap.dedent("""
+    import os, signal, sys
+
+    fired = []
+
+    def hook(event, args):
+        if not fired and event == "import" and args[0] == "pyarrow":
+            fired.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sys.addaudithook(hook)
+    from kernbench.cli.command import main
+
+    sys.argv[0] = "kernbench"
+    main()
+""")
+
+
+def test_ctrl_c_while_the_command_imports_the_simulator_is_one_line_and_130(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", CTRL_C_WHILE_IMPORTING, "cache=false", f"hydra.run.dir={out}"],
+        cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=300,
+        start_new_session=True, preexec_fn=as_from_a_terminal,
+    )  # fmt: skip
+    assert proc.returncode == 130, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("kernbench:")]
+    assert lines == ["kernbench: interrupted: the run stopped; no result was written"]
+    assert not out.exists()

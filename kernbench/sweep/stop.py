@@ -173,6 +173,12 @@ def _quiet_lost_stop(
     return hook
 
 
+def run_interrupted() -> NoReturn:
+    """How a single run (not a sweep) that Ctrl-C stopped ends: one line, exit 130."""
+    print("kernbench: interrupted: the run stopped; no result was written", file=sys.stderr)
+    leave(128 + signal.SIGINT)
+
+
 def report(request: StopRequest, done: int, total: int, cached: bool) -> None:
     """The one line an interrupted sweep prints."""
     rerun = (
