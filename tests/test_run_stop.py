@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.test_launchers import environment
 from tests.test_stop import wait_for
 
@@ -64,10 +66,10 @@ def test_ctrl_c_on_a_single_run_is_one_line_and_130(tmp_path):
 # inside a finalizer, where Python only reports the exception ("Exception ignored")
 # and goes on. The child sets this up in itself before kernbench's code runs, as a
 # user's process meets it: an audit hook drops such an object when the run first opens
-# a file whose path ends with its first argument, and the object's finalizer sends
-# the SIGINT.
+# a file whose path ends with its first argument (or imports that module), and the
+# object's finalizer sends the SIGINT.
 LOST_IN_A_FINALIZER = textwrap.dedent("""
-    import os, runpy, signal, sys
+    import atexit, os, runpy, signal, sys
 
     WHERE = sys.argv.pop(1)
 
@@ -79,11 +81,12 @@ LOST_IN_A_FINALIZER = textwrap.dedent("""
     fired = []
 
     def hook(event, args):
-        if not fired and event == "open" and str(args[0]).endswith(WHERE):
+        if not fired and event in ("open", "import") and str(args[0]).endswith(WHERE):
             fired.append(True)
             Abandoned()  # dropped at once: its finalizer runs here
 
     sys.addaudithook(hook)
+    atexit.register(lambda: fired or print(f"test: {WHERE} never came", file=sys.stderr))
     sys.argv[0] = "kernbench.app"
     runpy.run_module("kernbench.app", run_name="__main__", alter_sys=True)
 """)
@@ -98,9 +101,19 @@ def lost_at(where: str, tmp_path: Path, *overrides: str) -> subprocess.Completed
     )  # fmt: skip
 
 
-def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path):
+@pytest.mark.parametrize(
+    "where",
+    [
+        os.path.join(".hydra", "config.yaml"),  # Hydra writes it: stops as the task starts
+        # tqdm loads it when the progress bar is made, at the first kernel launch: the
+        # simulation's next progress report (RunBar.advanced) stops it
+        "multiprocessing.synchronize",
+    ],
+    ids=["writing-hydra-config", "simulating"],
+)
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path, where):
     out = tmp_path / "run"
-    proc = lost_at(os.path.join(".hydra", "config.yaml"), tmp_path, f"hydra.run.dir={out}")
+    proc = lost_at(where, tmp_path, f"hydra.run.dir={out}")
     assert proc.returncode == 130, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("kernbench:")]
