@@ -95,25 +95,27 @@ LOST_IN_A_FINALIZER = textwrap.dedent("""
 def lost_at(where: str, tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     """kernbench run with ``overrides``, its first Ctrl-C lost when it opens ``where``."""
     return subprocess.run(
-        [sys.executable, "-c", LOST_IN_A_FINALIZER, where, *overrides, "cache=false"],
+        [sys.executable, "-c", LOST_IN_A_FINALIZER, where, *overrides],
         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=300,
         start_new_session=True, preexec_fn=as_from_a_terminal,
     )  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "where",
+    ("where", "run"),
     [
-        os.path.join(".hydra", "config.yaml"),  # Hydra writes it: stops as the task starts
+        # Hydra writes it: the run stops as its task starts, before the long-run
+        # warning (one line only) and before anything is simulated
+        (os.path.join(".hydra", "config.yaml"), LONG_RUN),
         # tqdm loads it when the progress bar is made, at the first kernel launch: the
         # simulation's next progress report (RunBar.advanced) stops it
-        "multiprocessing.synchronize",
+        ("multiprocessing.synchronize", ("cache=false",)),
     ],
     ids=["writing-hydra-config", "simulating"],
 )
-def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path, where):
+def test_a_ctrl_c_lost_in_a_finalizer_still_stops_the_run(tmp_path, where, run):
     out = tmp_path / "run"
-    proc = lost_at(where, tmp_path, f"hydra.run.dir={out}")
+    proc = lost_at(where, tmp_path, *run, f"hydra.run.dir={out}")
     assert proc.returncode == 130, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("kernbench:")]
@@ -127,7 +129,8 @@ def test_a_ctrl_c_lost_while_a_sweep_is_composed_still_stops_it(tmp_path):
     compose the sweep): the sweep then ran every point; now it stops before any."""
     out = tmp_path / "sweep"
     where = os.path.join("conf", "config.yaml")
-    proc = lost_at(where, tmp_path, "-m", "workload.access_bytes=256,512", f"hydra.sweep.dir={out}")
+    sweep = ("-m", "workload.access_bytes=256,512", "cache=false", f"hydra.sweep.dir={out}")
+    proc = lost_at(where, tmp_path, *sweep)
     assert proc.returncode == 130, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == (

@@ -68,13 +68,10 @@ class RunBar:
             self.bar.close()
 
     def launched(self, system: System, sources: Sequence[tuple[Any, Any]]) -> None:
-        """A kernel launch: add its commands to the bar's total (None if unknown). Like
-        :meth:`advanced`, a :func:`kernbench.sweep.stop.checkpoint`: a Ctrl-C whose
-        exception was lost stops the simulation here.
+        """A kernel launch: add its commands to the bar's total (None if unknown).
 
         Only lengths a source already knows are used: counting a long kernel's commands
         would trace it whole and undo replay's batching."""
-        stop.checkpoint()
         counts = [getattr(src, "known_total", None) for _, src in sources]
         if self.total is not None:
             self.total = None if None in counts else self.total + sum(counts)  # type: ignore[arg-type]
@@ -94,7 +91,9 @@ class RunBar:
         self.advanced(system)
 
     def advanced(self, system: System) -> None:
-        """Simulated time went on: show the commands dispatched so far."""
+        """Simulated time went on: show the commands dispatched so far. A
+        :func:`kernbench.sweep.stop.checkpoint` too: a Ctrl-C whose exception was lost
+        stops the simulation here (every 4,096 events and when each launch ends)."""
         stop.checkpoint()
         if self.bar is None:
             return
