@@ -25,6 +25,7 @@ progress bar (:class:`kernbench.sweep.progress.RunBar`).
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ register_configs()
 @hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")
 @point_task  # the fast sweep runs its points through run_job (kernbench.sweep.points)
 def _hydra_task(cfg: DictConfig) -> str | objective.Value:
+    stop.checkpoint()  # a Ctrl-C lost while Hydra wrote .hydra/ (kernbench.sweep.stop)
     hydra_cfg = HydraConfig.get()
     groups = group_columns(hydra_cfg.runtime.choices)
     job = JobId(groups=groups)
@@ -105,12 +107,18 @@ def main() -> None:
 
 def run() -> None:
     """Run the Hydra app on ``sys.argv`` as :func:`kernbench.cli.entry.before_hydra`
-    left it (the console script, :mod:`kernbench.cli.command`, calls that first)."""
-    try:
-        _hydra_task()
-    except KeyboardInterrupt:  # a single run (a sweep handles its own stop: kernbench.sweep.stop)
-        print("kernbench: interrupted: the run stopped; no result was written", file=sys.stderr)
-        stop.leave(130)
+    left it (the console script, :mod:`kernbench.cli.command`, calls that first).
+
+    Ctrl-C is recorded as well as raised (:func:`kernbench.sweep.stop.handled`), so
+    one whose exception is lost where it lands (inside ``int()`` in OmegaConf's YAML
+    dumper while Hydra writes ``.hydra/``, or in a finalizer) still stops the run at
+    the next checkpoint; a second one leaves at once. A sweep's sweeper handles its
+    own stop inside."""
+    with stop.handled((signal.SIGINT,)):
+        try:
+            _hydra_task()
+        except KeyboardInterrupt:
+            stop.run_interrupted()
     outcome = callbacks.pop_outcome()
     if outcome is None:
         return

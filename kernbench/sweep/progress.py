@@ -32,6 +32,7 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from kernbench.files import write_atomic
+from kernbench.sweep import stop
 
 if TYPE_CHECKING:
     from kernbench.sim.system import System
@@ -90,7 +91,10 @@ class RunBar:
         self.advanced(system)
 
     def advanced(self, system: System) -> None:
-        """Simulated time went on: show the commands dispatched so far."""
+        """Simulated time went on: show the commands dispatched so far. A
+        :func:`kernbench.sweep.stop.checkpoint` too: a Ctrl-C whose exception was lost
+        stops the simulation here (every 4,096 events and when each launch ends)."""
+        stop.checkpoint()
         if self.bar is None:
             return
         done = dispatched_commands(system)
