@@ -8,7 +8,7 @@ same ``hydra.launcher.ray`` config and submits each job with the plugin's own
 - joining a running cluster (``init.address``, or ``RAY_ADDRESS``) passes no
   ``object_store_memory``: the plugin always set 75 MiB, which ``ray.init`` refuses
   when it connects ("When connecting to an existing cluster, object_store_memory must
-  not be provided"), so the README's cluster command failed with a traceback. Without
+  not be provided"), so the cluster command (docs/how-to/cluster.md) failed with a traceback. Without
   either, Ray starts a private instance (``address="local"``), with the plugin's 75 MiB
   unless the config says otherwise;
 - after ``ray.init`` the sweeper's SIGTERM handler is set again: Ray's replaced it
@@ -116,7 +116,7 @@ def started(init: DictConfig) -> Iterator[None]:
         return
     kwargs = init_kwargs(init)
     if kwargs.get("address") is None and not os.environ.get("RAY_ADDRESS"):
-        # Private, as the README says, not ray.init's None: that joined a cluster
+        # Private, as docs/how-to/cluster.md says, not ray.init's None: that joined a cluster
         # `ray start` had left on this machine (its address file), if there was one.
         kwargs["address"] = "local"
     private = kwargs.get("address") == "local"

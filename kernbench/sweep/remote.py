@@ -4,7 +4,7 @@
 The fast sweeper hands the launcher one job per chunk, with :func:`run_chunk_job` as
 the task function instead of kernbench's: each job reads its chunk (the shape's config
 and the points, pickled into ``<sweep>/.kernbench/chunks/<n>.pkl``, on the shared
-filesystem the README asks for) and returns the points' results, which the launcher
+filesystem docs/how-to/cluster.md asks for) and returns the points' results, which the launcher
 brings back to this process as the job's return value. Hydra composes each chunk job's
 own config once (~90 ms per task, not per point); its ``.hydra/`` files and log go to
 ``<sweep>/.kernbench/chunks/<n>/``, out of the way of the points' numbering.

@@ -58,7 +58,7 @@ from kernbench.sweep.run import (
 log = logging.getLogger("kernbench.sweep")
 
 # The sweeping process holds every point (its overrides, its plan entry, its row):
-# ~16 KB a point measured (a 10,000-point sweep peaks at 262 MB, README). A grid past
+# ~16 KB a point measured (a 10,000-point sweep peaks at 262 MB, docs/explanation/speed.md). A grid past
 # MAX_POINTS is refused before it is enumerated, which alone would take minutes.
 POINT_KB = 16
 MAX_POINTS = 1_000_000
