@@ -54,7 +54,8 @@ def _cpu(fn) -> float:
 
 
 def _ratio(overrides: list[str]) -> float:
-    """Median kernbench / bare CPU-time ratio of the warm docs/how-to/triton.md launch under ``overrides``."""
+    """Median kernbench / bare CPU-time ratio of the warm launch of docs/how-to/triton.md
+    under ``overrides``."""
     grid = (triton.cdiv(N, BLOCK),)
     xs, ys = torch.randn(N), torch.randn(N)
     bare_out = torch.empty_like(xs)
@@ -88,8 +89,8 @@ def _ratio(overrides: list[str]) -> float:
 
 def test_warm_vector_add_within_2x_of_bare_interpreter():
     """The issue's figure (3.1-3.8x when it was written) was the reservation fabric's
-    (5384.75 ns then; docs/how-to/triton.md gives 5519.0 under it now); the fair fabric is the default since, and both
-    are held to the target."""
+    (5384.75 ns then; docs/how-to/triton.md gives 5519.0 under it now); the fair fabric
+    is the default since, and both are held to the target."""
     fair = _ratio(["sim.fabric=fair"])
     reservation = _ratio(["sim.fabric=reservation"])
     assert fair <= TARGET

@@ -8,9 +8,9 @@ same ``hydra.launcher.ray`` config and submits each job with the plugin's own
 - joining a running cluster (``init.address``, or ``RAY_ADDRESS``) passes no
   ``object_store_memory``: the plugin always set 75 MiB, which ``ray.init`` refuses
   when it connects ("When connecting to an existing cluster, object_store_memory must
-  not be provided"), so the cluster command (docs/how-to/cluster.md) failed with a traceback. Without
-  either, Ray starts a private instance (``address="local"``), with the plugin's 75 MiB
-  unless the config says otherwise;
+  not be provided"), so the cluster command (docs/how-to/cluster.md) failed with a
+  traceback. Without either, Ray starts a private instance (``address="local"``),
+  with the plugin's 75 MiB unless the config says otherwise;
 - after ``ray.init`` the sweeper's SIGTERM handler is set again: Ray's replaced it
   (exit 1, or 134 with Ray's signal dump, merging nothing), so SIGTERM now stops the
   sweep as Ctrl-C does (:mod:`kernbench.sweep.stop`);

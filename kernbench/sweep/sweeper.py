@@ -58,8 +58,9 @@ from kernbench.sweep.run import (
 log = logging.getLogger("kernbench.sweep")
 
 # The sweeping process holds every point (its overrides, its plan entry, its row):
-# ~16 KB a point measured (a 10,000-point sweep peaks at 262 MB, docs/explanation/speed.md). A grid past
-# MAX_POINTS is refused before it is enumerated, which alone would take minutes.
+# ~16 KB a point measured (a 10,000-point sweep peaks at 262 MB:
+# docs/explanation/speed.md). A grid past MAX_POINTS is refused before it is
+# enumerated, which alone would take minutes.
 POINT_KB = 16
 MAX_POINTS = 1_000_000
 MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: setitimer's range, and beyond any point
