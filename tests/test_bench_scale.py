@@ -188,10 +188,10 @@ def test_1_1_hotspot_against_local_per_access_on_16_pes():
     access is 8 flows (one per channel), each its own object, join, rate and drain, and
     0.4 recomputations over about 78 queues; the local access is 8 arithmetic
     bookings. Instructions per access in the event loop (callgrind, compiled):
-    hotspot 148.5k -> 77.5k this session (drains of one instant in one event, the
+    hotspot 148.5k -> 78.5k this session (drains of one instant in one event, the
     stage's own class, orders decided at the end of an instant, a chain of flows per
-    queue), local 24.4k: x6.1 -> x3.18. CPU time, compiled, the machine loaded by
-    other sessions (load 3.5): 8.5-8.7 us against 2.4 us, x3.6-3.7 (x6.1-6.6 before).
+    queue), local 24.4k: x6.1 -> x3.22. CPU time, compiled, the machine loaded by
+    other sessions at times: x3.5-4.3 (x6.1-6.6 before).
     NOT met. Asserted: below 6x (the code before this session: 6.1-6.6x)."""
     best = {"local": float("inf"), "hotspot": float("inf")}
     for _ in range(3):

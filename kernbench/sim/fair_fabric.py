@@ -435,8 +435,7 @@ class FairFabric(DataPlane):
         replaced, and once all are, the order may be what it was (1:1 ``hotspot`` on
         16 PEs: a third of its recomputations). ``rate`` is the one it takes over if
         the order holds."""
-        if not self._dirty and not self._unsure:
-            self.events.schedule(self.events.now, self._solve, None)
+        self._solve_later()
         self._unsure.append(queue)
         queue.taken = rate
 
@@ -489,12 +488,16 @@ class FairFabric(DataPlane):
             there.remove(queue)
 
     # -- rates ------------------------------------------------------------------
+    def _solve_later(self) -> None:
+        """Schedule this instant's one recomputation, unless something scheduled it."""
+        if not self._dirty and not self._unsure:
+            self.events.schedule(self.events.now, self._solve, None)
+
     def _changed(self, queue: Queue) -> None:
         """Recompute the rates around ``queue``'s links once, at the end of this
         instant's events scheduled so far."""
+        self._solve_later()
         dirty = self._dirty
-        if not dirty and not self._unsure:
-            self.events.schedule(self.events.now, self._solve, None)
         if queue.front is not None:
             # It joined or got a new head: it is in one component with every link of
             # it and its requester's other queues, so one link leads the search there.
@@ -524,13 +527,10 @@ class FairFabric(DataPlane):
             if not dirty and not self._whole and self._order_kept(unsure):
                 # Nothing else changed and every requester kept its order: a
                 # recomputation would give every queue the rate it has, and each new
-                # head the one it took over, set here as it would set them (in age
-                # order). The definition (``whole``) recomputes.
-                for i in age_order([q.head for q in unsure]):
-                    queue = unsure[i]
-                    head = queue.front
-                    assert head is not None  # no queue left at this instant
-                    self._set_rate(head, queue.taken, now)
+                # head the one it took over, set as it sets them. The definition
+                # (``whole``) recomputes.
+                order = [unsure[i] for i in age_order([q.head for q in unsure])]
+                self._set_rates(order, [q.taken for q in order], now)
                 return
             for queue in unsure:
                 if queue.front is not None:  # (one that left since was marked as it left)
