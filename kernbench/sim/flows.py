@@ -111,7 +111,8 @@ class Queue:
         "holds",
         "stamp",
         "head",
-        "rank",
+        "ranked_head",
+        "younger",
         "taken",
         "moved",
         "booked",
@@ -149,7 +150,10 @@ class Queue:
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
-        self.rank = 0  # its place in age order in the last fill that covered it
+        # Its head in the last fill that covered it, and its requester's queue just
+        # younger in that fill's age order.
+        self.ranked_head = 0
+        self.younger: Queue | None = None
         self.taken = 0.0  # the rate its new head takes over if its order holds
         self.moved = 0  # bytes issued on it: every link of its path carried them
         # Arithmetic bookings whose bytes may not all have drained, oldest first: a
@@ -235,7 +239,7 @@ class Requester:
     flows start filling (an older queue on a link of its own still takes its
     requester's turn first), so a requester is in the solver whole or not at all."""
 
-    __slots__ = ("name", "rid", "queues", "fluid", "done")
+    __slots__ = ("name", "rid", "queues", "fluid", "done", "youngest")
 
     def __init__(self, name: str, rid: int, done: Done) -> None:
         self.name = name  # its DMA's node
@@ -243,6 +247,7 @@ class Requester:
         self.queues: list[Queue] = []  # reads' and writes'
         self.fluid = 0
         self.done = done  # its DMA's completion callback
+        self.youngest: Queue | None = None  # (while a fill ranks its queues: ranked)
 
 
 class Lane:
