@@ -13,7 +13,7 @@ in CPU time (``time.process_time``: other processes on the machine do not move i
   the 2-core development machine: 2.2-3.9x, memory stalls, see the test);
 - 16 PEs' traffic on 16,384 PEs against the same on 16 PEs: what idle PEs cost;
 - the fair solver: 1:1 ``hotspot`` on 16 PEs against ``local``, CPU per access
-  (target within 3x; 9.8x when the issue was filed); what one fill costs per queue
+  without set-up (target within 3x; 9.8x when the issue was filed, 2.6x now); what one fill costs per queue
   from a component of 64 queues to one of 2,048 (``uniform`` on 1,024 PEs is one
   component of about 1,900), and what recomputations cover at 16 and 1,024 PEs.
 
@@ -26,6 +26,7 @@ topology has 8 HBM channels per PE. Run with
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import time
@@ -67,7 +68,9 @@ def scaled(pes: int, pattern: str, mapping: str, per_pe: int = 256, **kw: object
 
 
 def cpu_s(cfg: KernBenchConfig) -> tuple[float, dict]:
-    """CPU seconds to build the system and run the stream, and its row."""
+    """CPU seconds to build the system and run the stream, and its row (the collector
+    run first, untimed, as in ``cpu_s_per_access``)."""
+    gc.collect()
     start = time.process_time()
     row = stream.run(System(cfg), cfg.workload)
     return time.process_time() - start, row
@@ -183,28 +186,38 @@ def test_16_pes_of_16384_cost_about_what_16_pes_cost(model):
 
 def test_1_1_hotspot_against_local_per_access_on_16_pes():
     """16 PEs, 1:1, PA, 2 KiB reads, 4 in flight (tests/test_bench_sim_speed.py's
-    cases): CPU time per access of ``hotspot`` over ``local``, the best of 3
-    interleaved (20,000 local accesses, 2,000 hotspot). Target: within 3x. A hotspot
-    access is 8 flows (one per channel), each its own object, join, rate and drain, and
-    0.4 recomputations over about 78 queues; the local access is 8 arithmetic
-    bookings. Instructions per access in the event loop (callgrind, compiled):
-    hotspot 148.5k -> 78.5k this session (drains of one instant in one event, the
-    stage's own class, orders decided at the end of an instant, a chain of flows per
-    queue), local 24.4k: x6.1 -> x3.22. CPU time, compiled, the machine loaded by
-    other sessions at times: x3.5-4.3 (x6.1-6.6 before).
-    NOT met. Asserted: below 6x (the code before this session: 6.1-6.6x)."""
-    best = {"local": float("inf"), "hotspot": float("inf")}
+    cases): CPU time per access of ``hotspot`` over ``local``, set-up excluded: the
+    slope between runs of 10,000 and 50,000 accesses, each the best of 3 interleaved.
+    Target: within 3x. A hotspot access is 8 flows (one per channel), each its own
+    object, join, rate and drain, and 0.4 recomputations over about 78 queues; the
+    local access is 8 arithmetic bookings.
+
+    Until this session the test divided one run's whole time by its accesses, 2,000
+    for hotspot and 20,000 for local, so hotspot carried ten times local's share of
+    the 3-4 ms set-up (hotspot 8.4 us per access at 2,000, 6.7 at 20,000): it read
+    x3.2-3.3 where the slopes give x2.6. Instructions per access in the event loop
+    (callgrind, compiled): hotspot 148.5k -> 78.5k -> 67.3k over three sessions (drains
+    of one instant in one event, orders decided at the end of an instant, a chain of
+    flows per queue, a component's last order sorted in place, the event counter a
+    native field), local 24.4k -> 23.0k: x6.1 -> x2.92. CPU slopes, compiled: local
+    2.51 us, hotspot 6.52 us per access: x2.60 (9.8x when the issue was filed)."""
+    sizes = (10_000, 50_000)
+    best = {(pattern, n): float("inf") for pattern in ("local", "hotspot") for n in sizes}
     for _ in range(3):
-        for pattern, accesses in (("local", 20_000), ("hotspot", 2_000)):
-            cost = cpu_s_per_access(stream_cfg("1:1 pa", accesses, 16, pattern), accesses)
-            best[pattern] = min(best[pattern], cost)
-    ratio = best["hotspot"] / best["local"]
+        for pattern, n in best:
+            cost = cpu_s_per_access(stream_cfg("1:1 pa", n, 16, pattern), n) * n
+            best[pattern, n] = min(best[pattern, n], cost)
+    slope = {
+        pattern: (best[pattern, sizes[1]] - best[pattern, sizes[0]]) / (sizes[1] - sizes[0])
+        for pattern in ("local", "hotspot")
+    }
+    ratio = slope["hotspot"] / slope["local"]
     print(
-        f"\n1:1 16 PEs, {kernbench.build()}: local {best['local'] * 1e6:.2f} us, hotspot"
-        f" {best['hotspot'] * 1e6:.2f} us per access: x{ratio:.2f}"
+        f"\n1:1 16 PEs, {kernbench.build()}: local {slope['local'] * 1e6:.2f} us, hotspot"
+        f" {slope['hotspot'] * 1e6:.2f} us per access: x{ratio:.2f}"
         f" (target <= 3: {'met' if ratio <= 3 else 'NOT met'})"
     )
-    assert ratio < 6
+    assert ratio <= 3
 
 
 def fill_inputs(queues: int, seed: int = 1) -> tuple[list[int], list[tuple[int, ...]], list[float]]:
