@@ -65,9 +65,13 @@ HOT = [
     "kernbench/sim/system.py",
 ]
 # Hot modules whose compiled build is written in C by hand (module source -> C source):
-# progressive filling, on C arrays where mypyc would box every list element (the .py is
-# the pure build, the specification the C follows step for step; see the .c's header).
-NATIVE = {"kernbench/sim/fairshare.py": "kernbench/sim/fairshare.c"}
+# progressive filling, on C arrays where mypyc would box every list element, and the PE
+# queue's heap, comparing its entries' times and eids in C (the .py is the pure build,
+# the specification the C follows step for step; see each .c's header).
+NATIVE = {
+    "kernbench/sim/fairshare.py": "kernbench/sim/fairshare.c",
+    "kernbench/sim/eventheap.py": "kernbench/sim/eventheap.c",
+}
 # The C must do the .py's float operations exactly: no fused multiply-add.
 NATIVE_FLAGS = ["-ffp-contract=off"]
 # The shared runtime library: kernbench/_mypyc__mypyc*.so (mypyc appends "__mypyc").

@@ -3,10 +3,15 @@ and run a snippet in a fresh interpreter."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
+from types import ModuleType
 from typing import NamedTuple
 
+import kernbench
 from kernbench.config.schema import (
     AddressConfig,
     AddressModel,
@@ -96,3 +101,32 @@ class Stages:
     def outcome(self, stage: Stage) -> Outcome:
         end = self.ends.get(stage, -1.0)
         return Outcome(end, self.calls.get(stage, 0), stage.parts, stage.flowing)
+
+
+SIM = Path(kernbench.__file__).resolve().parent / "sim"
+
+
+def sim_source(name: str) -> ModuleType:
+    """``kernbench/sim/<name>.py`` loaded from source, whichever build this process
+    imported (the specification a hand-written C module follows: setup.NATIVE)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_source", SIM / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sim_native(name: str) -> ModuleType | None:
+    """The C module the compiled build put beside ``kernbench/sim/<name>.py``, loaded
+    from its file (under ``KERNBENCH_PURE=1`` too), or None on a pure-Python install."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = SIM / f"{name}{suffix}"
+        if path.exists():
+            full = f"kernbench.sim.{name}"
+            loader = importlib.machinery.ExtensionFileLoader(full, str(path))
+            spec = importlib.util.spec_from_file_location(full, path, loader=loader)
+            assert spec is not None
+            module = importlib.util.module_from_spec(spec)
+            loader.exec_module(module)
+            return module
+    return None

@@ -13,9 +13,10 @@ in CPU time (``time.process_time``: other processes on the machine do not move i
   the 2-core development machine: 2.2-3.9x, memory stalls, see the test);
 - 16 PEs' traffic on 16,384 PEs against the same on 16 PEs: what idle PEs cost;
 - the fair solver: 1:1 ``hotspot`` on 16 PEs against ``local``, CPU per access
-  without set-up (target within 3x; 9.8x when the issue was filed, 2.6x now); what one fill costs per queue
-  from a component of 64 queues to one of 2,048 (``uniform`` on 1,024 PEs is one
-  component of about 1,900), and what recomputations cover at 16 and 1,024 PEs.
+  without set-up (target within 3x; 9.8x when the issue was filed); what one fill
+  costs per queue from a component of 64 queues to one of 2,048 (``uniform`` on 1,024
+  PEs is one component of about 1,900), and what recomputations cover at 16 and 1,024
+  PEs.
 
 It asserts what holds on any machine (a ratio within one process, a peak below the
 limit, an estimate above the peak) and prints the times beside their targets. Every

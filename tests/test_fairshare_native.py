@@ -12,47 +12,16 @@ bandwidth list longer than the links used).
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import random
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kernbench
+from tests.support import sim_native, sim_source
 
-SIM = Path(kernbench.__file__).resolve().parent / "sim"
-
-
-def _source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fairshare_source", SIM / "fairshare.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _native() -> ModuleType | None:
-    """The C module the compiled build installed, or None on a pure-Python install."""
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = SIM / f"fairshare{suffix}"
-        if path.exists():
-            loader = importlib.machinery.ExtensionFileLoader("kernbench.sim.fairshare", str(path))
-            spec = importlib.util.spec_from_file_location(
-                "kernbench.sim.fairshare", path, loader=loader
-            )
-            assert spec is not None
-            module = importlib.util.module_from_spec(spec)
-            loader.exec_module(module)
-            return module
-    return None
-
-
-SOURCE = _source()
-NATIVE = _native()
+SOURCE = sim_source("fairshare")
+NATIVE = sim_native("fairshare")
 needs_native = pytest.mark.skipif(
     NATIVE is None, reason="a pure-Python install has no compiled fairshare"
 )

@@ -28,12 +28,16 @@ from typing import Any, ClassVar, Final
 import simpy
 from simpy.events import NORMAL as _NORMAL
 
+from kernbench.sim import eventheap
+
 Callback = Callable[[Any], None]
 NORMAL: Final = _NORMAL  # SimPy's priority of every event kernbench schedules
 # Bound as Finals: a compiled build reads a Final from a C static, a name imported
-# from another module from the module's dict on every call.
-heappush: Final = heapq.heappush
-heappop: Final = heapq.heappop
+# from another module from the module's dict on every call. The PE queue's heap takes
+# eventheap's (its entries compared in C in the compiled build); SimPy's, heapq's.
+heappush: Final = eventheap.heappush
+heappop: Final = eventheap.heappop
+simpy_push: Final = heapq.heappush
 NEVER: Final = 1 << 62  # a report interval no run reaches
 
 
@@ -101,7 +105,7 @@ class SimEnv(simpy.Environment):
         a reserved ``eid`` or a fresh one."""
         if eid is None:
             eid = self.eids.take()
-        heappush(self._queue, (at, NORMAL, eid, event))  # type: ignore[attr-defined]
+        simpy_push(self._queue, (at, NORMAL, eid, event))  # type: ignore[attr-defined]
 
 
 class LocalQueue:
@@ -215,7 +219,7 @@ class LocalQueue:
             event = self._parked.get(key)
             if event is None:
                 event = self._parked[key] = Fired(self.env, key, (self._on_wake,))
-                heappush(self._queue, (at, NORMAL, eid, event))
+                simpy_push(self._queue, (at, NORMAL, eid, event))
             self._proxy = (at, eid, event)
 
     def _on_wake(self, event: Fired) -> None:

@@ -241,7 +241,10 @@ class FairFabric(DataPlane):
                 last = None  # _share schedules events: later flows join after them
                 self._share(queue, now)
             flows += 1
-            flow = Flow(seq, queue, nbytes, transfer, done, req, trace)
+            # The request goes along only to be traced: the compiled build holds it
+            # unboxed here, and boxing it again for every flow made a tuple each time.
+            traced = req if trace is not None else None
+            flow = Flow(seq, queue, nbytes, transfer, done, traced, trace)
             queue.waiting += 1
             at = issue + queue.latency
             if last is not None and at == last_at:
