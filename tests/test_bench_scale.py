@@ -10,7 +10,8 @@ in CPU time (``time.process_time``: other processes on the machine do not move i
   estimate's figure beside it (kernbench.cli.estimate, which must not fall short);
 - cost per access from 16 to 1,024 PEs, every PE streaming 64 accesses of 256 B,
   ``local`` and ``neighbor``: target flat within 2x (met, compiled, on the 2-core
-  development machine; 1:1 ``neighbor`` at the edge, x1.88-2.13: memory, see the test);
+  development machine, but for 1:1 ``neighbor``, on its edge at x1.88-2.13: memory,
+  see the test);
 - 16 PEs' traffic on 16,384 PEs against the same on 16 PEs: what idle PEs cost;
 - the fair solver: 1:1 ``hotspot`` on 16 PEs against ``local``, CPU per access
   without set-up (target within 3x; 9.8x when the issue was filed); what one fill
@@ -163,8 +164,8 @@ def test_cost_per_access_from_16_to_1024_pes(mapping):
 
     The session after, the same code on an idle machine, two runs: n:1 local x1.27 and
     x1.49, neighbor x1.36 and x1.45; 1:1 local x1.42 and x1.41, neighbor 10.1 / 9.1 /
-    10.1 / 17.1 us (x1.88) and 10.6 / 9.5 / 10.1 / 18.5 us (x1.95): met, 1:1 neighbor
-    at the edge. Sampled by perf over the same 65,536 accesses (four 256-PE runs against
+    10.1 / 17.1 us (x1.88) and 10.6 / 9.5 / 10.1 / 18.5 us (x1.95); three more runs of
+    1:1 minutes later: neighbor x2.02, x2.08 and (loaded) x2.54. On the edge, not met. Sampled by perf over the same 65,536 accesses (four 256-PE runs against
     one 1,024-PE run), the event loop's time grows x2.05, spread over every function
     (none new), while the fair solver's searches (3.0 per access) and queues filled (1
     per access) stay the same: each PE's state, touched once per access in lockstep,
