@@ -9,9 +9,7 @@ in CPU time (``time.process_time``: other processes on the machine do not move i
   run meets it: target under 60 s and 4 GB; its peak RSS per PE, and the run-time
   estimate's figure beside it (kernbench.cli.estimate, which must not fall short);
 - cost per access from 16 to 1,024 PEs, every PE streaming 64 accesses of 256 B,
-  ``local`` and ``neighbor``: target flat within 2x (met, compiled, on the 2-core
-  development machine, but for 1:1 ``neighbor``, on its edge at x1.88-2.13: memory,
-  see the test);
+  ``local`` and ``neighbor``: target flat within 2x;
 - 16 PEs' traffic on 16,384 PEs against the same on 16 PEs: what idle PEs cost;
 - the fair solver: 1:1 ``hotspot`` on 16 PEs against ``local``, CPU per access
   without set-up (target within 3x; 9.8x when the issue was filed); what one fill
@@ -122,54 +120,13 @@ def test_the_largest_topology_in_a_fresh_process(pattern):
 @pytest.mark.parametrize("mapping", ["n:1", "1:1"])
 def test_cost_per_access_from_16_to_1024_pes(mapping):
     """Every PE streams 64 accesses; CPU time per access at 16, 64, 256 and 1,024 PEs,
-    the best of 3 interleaved (frequency drifts), set-up included. The work per access
-    is flat (cachegrind, n:1 PA: 28.5k instructions per access at 256 PEs, 31k at
-    1,024, set-up included); the time is not quite: with 1,024 PEs' state live at once
-    the accesses wait on memory (L2 and a shared L3) and on the garbage collector's
-    walks, and 1:1 ``neighbor`` moves flows whose simultaneous recomputations are
-    filled together (the fair solver's part of the issue). Asserted: no term grows
-    with the PEs per access (it would show as x64 here).
-
-    Profiled again for the fair solver's part (cProfile, pure, n:1 ``local``): the
-    calls per access are the same at 256 and 1,024 PEs (one ``FairFabric.start``,
-    one booking, one DMA issue, two heap pops ...), each call's own time about
-    doubles (``cpu._step`` 7.4 -> 15.6 us under the profiler): the state of 1,024
-    PEs streaming in lockstep does not stay in the caches, the event heap holds two
-    entries per PE (11 levels instead of 5), and the garbage collector made one full
-    collection of about 200,000 objects (0.6 us per access of 10.7). Since filling
-    each component on its own, 1:1 ``neighbor`` (a component per pair of PEs, all
-    recomputed at one instant) no longer fills them all together: pure build, 1,024
-    PEs, 129.6 -> 64.3 us per access. Measured here after it (compiled, loaded
-    machine, one run): n:1 local 4.1 / 3.6 / 4.9 / 10.9 us at 16 / 64 / 256 / 1,024
-    PEs (x3.02), neighbor x2.84; 1:1 local 7.8 / 10.4 / 12.9 / 17.6 (x2.26),
-    neighbor 17.0 / 21.8 / 41.4 / 56.8 (x3.35); main's code in the same minutes:
-    x3.67, x2.37, x2.16, x3.96. Pure build, the same minutes: 1:1 neighbor 34.5 /
-    36.9 / 53.9 / 81.5 us (x2.36; main's code 27.7 / 34.9 / 82.0 / 159.4, x5.76),
-    1:1 local x1.30 (main x2.02), n:1 local x2.57, neighbor x2.86. Not met.
-
-    The session after (the collector's young threshold raised during a run, the fair
-    fabric's drains in one event and its other steps: docs/explanation/speed.md), over
-    its runs, compiled: n:1 local x1.98-3.7, neighbor x1.69-2.6; 1:1 local x1.85-2.5,
-    neighbor x2.6-3.7 (the same code ran 9.0 then 12 us per access at 1,024 PEs
-    minutes apart). Counted by callgrind, 1:1 neighbor: 42.4k instructions per access
-    on 16 PEs, 74.4k on 1,024 (16 accesses each, about 14k of it making routes).
-
-    Two sessions on (the event heap in C; the collector run before each timed run, so
-    a full collection earlier runs made due no longer lands in a later one: the
-    1,024-PE n:1 local figure was 10.3 us with it, 5.0 without), one run, idle
-    machine, compiled: n:1 local 3.4 / 2.7 / 2.7 / 4.2 us (x1.60), neighbor x1.69;
-    1:1 local x1.62, neighbor 7.8 / 7.2 / 8.1 / 15.4 us (x2.13, not met: flat
-    instructions, 39.7k per access at 256 PEs and 41.9k at 1,024, and simulated
-    last-level misses 141 and 324 per access).
-
-    The session after, the same code on an idle machine, two runs: n:1 local x1.27 and
-    x1.49, neighbor x1.36 and x1.45; 1:1 local x1.42 and x1.41, neighbor 10.1 / 9.1 /
-    10.1 / 17.1 us (x1.88) and 10.6 / 9.5 / 10.1 / 18.5 us (x1.95); three more runs of
-    1:1 minutes later: neighbor x2.02, x2.08 and (loaded) x2.54. On the edge, not met. Sampled by perf over the same 65,536 accesses (four 256-PE runs against
-    one 1,024-PE run), the event loop's time grows x2.05, spread over every function
-    (none new), while the fair solver's searches (3.0 per access) and queues filled (1
-    per access) stay the same: each PE's state, touched once per access in lockstep,
-    no longer fits a core's 512 KiB L2 at 1,024 PEs (docs/explanation/speed.md)."""
+    the best of 3 interleaved (the machine's clock drifts), set-up included. The work
+    per access is flat (instructions, component searches and queues filled per access
+    stay the same); the time is not quite, because 1,024 PEs' state, touched once per
+    access in lockstep, overflows a core's second-level cache. Asserted: no term grows
+    with the PEs per access (it would show as x64 here); the figures against the x2
+    target, and where 1:1 ``neighbor``'s time goes, are in docs/explanation/speed.md
+    ("At the address space's scale")."""
     sizes = [16, 64, 256, 1024]
     print(f"\ncost per access, {mapping}, 64 accesses of 256 B per PE, VA, {kernbench.build()}:")
     for pattern in ("local", "neighbor"):
@@ -206,20 +163,12 @@ def test_16_pes_of_16384_cost_about_what_16_pes_cost(model):
 def test_1_1_hotspot_against_local_per_access_on_16_pes():
     """16 PEs, 1:1, PA, 2 KiB reads, 4 in flight (tests/test_bench_sim_speed.py's
     cases): CPU time per access of ``hotspot`` over ``local``, set-up excluded: the
-    slope between runs of 10,000 and 50,000 accesses, each the best of 3 interleaved.
-    Target: within 3x. A hotspot access is 8 flows (one per channel), each its own
-    object, join, rate and drain, and 0.4 recomputations over about 78 queues; the
-    local access is 8 arithmetic bookings.
-
-    Until this session the test divided one run's whole time by its accesses, 2,000
-    for hotspot and 20,000 for local, so hotspot carried ten times local's share of
-    the 3-4 ms set-up (hotspot 8.4 us per access at 2,000, 6.7 at 20,000): it read
-    x3.2-3.3 where the slopes give x2.6. Instructions per access in the event loop
-    (callgrind, compiled): hotspot 148.5k -> 78.5k -> 67.3k over three sessions (drains
-    of one instant in one event, orders decided at the end of an instant, a chain of
-    flows per queue, a component's last order sorted in place, the event counter a
-    native field), local 24.4k -> 23.0k: x6.1 -> x2.92. CPU slopes, compiled: local
-    2.51 us, hotspot 6.52 us per access: x2.60 (9.8x when the issue was filed)."""
+    slope between runs of 10,000 and 50,000 accesses, each the best of 3 interleaved
+    (dividing one run's whole time by its accesses charged ``hotspot``'s 2,000 ten
+    times ``local``'s share of the set-up). Target: within 3x. A hotspot access is 8
+    flows (one per channel), each its own object, join, rate and drain, and some
+    recomputations; the local access is 8 arithmetic bookings. The figures, and the
+    changes that brought it from x9.8: docs/explanation/speed.md."""
     sizes = (10_000, 50_000)
     best = {(pattern, n): float("inf") for pattern in ("local", "hotspot") for n in sizes}
     for _ in range(3):
@@ -254,10 +203,9 @@ def test_a_fill_costs_what_its_component_holds():
     """CPU time per queue of one progressive filling, components of 64 to 2,048
     queues (the best of 3, each as many fills as fit in 0.2 s). Past 64 links the next
     link to saturate comes off a heap; a scan per round (``scan_max`` forces it) costs
-    rounds x links. Measured (loaded machine): compiled 118 / 142 / 335 ns per queue at
-    64 / 512 / 2,048 queues with the heap, 140 / 799 / 2,645 with the scan; pure 2.9 /
-    4.4 / 8.1 us with the heap, 3.4 / 16.6 / 62.4 with the scan. Asserted: per queue,
-    2,048 queues within 4x of 64 with the heap (the scan: about 20x)."""
+    rounds x links. Measured (compiled, 2026-12-04): 178 / 168 / 363 ns per queue at
+    64 / 512 / 2,048 queues with the heap (x2.04). Asserted: per queue, 2,048 queues
+    within 4x of 64 with the heap (a scan per round was about 20x when measured)."""
     per_queue: dict[int, float] = {}
     for n in (64, 512, 2048):
         requesters, links, bw = fill_inputs(n)
@@ -278,12 +226,11 @@ def test_a_fill_costs_what_its_component_holds():
 @pytest.mark.parametrize("pattern", ["uniform", "hotspot"])
 def test_what_recomputations_cover_at_16_and_1024_pes(pattern):
     """1:1, 4 accesses of 256 B per PE: recomputations per access, queues per
-    recomputation and CPU per access at 16 and 1,024 PEs. Measured (compiled, 16
-    accesses per PE): ``uniform`` 0.32 recomputations per access over 3 queues at 16
-    PEs, 1.16 over 1,933 at 1,024 (one component: every PE reads every cube), 4.5 ms
-    per access, of which the component search about a third and the fill a tenth;
-    ``hotspot`` 0.25 over 20 at 16 PEs, 0.007 over 1,283 at 1,024. Under ``uniform``
-    the component is the system, so a recomputation's cost is the system's; asserted:
+    recomputation and CPU per access at 16 and 1,024 PEs. Measured (compiled,
+    2026-12-04): ``uniform`` 0.359 recomputations per access over 2.8 queues at 16 PEs,
+    0.139 over 745 at 1,024 (one component: every PE reads every cube); ``hotspot``
+    0.250 over 15.2 at 16 PEs, 0.008 over 651 at 1,024. Under ``uniform`` the
+    component is the system, so a recomputation's cost is the system's; asserted:
     a recomputation covers no more queues than the run has requests in flight (every
     PE's 4 accesses of 8 channel requests)."""
     print()
