@@ -11,7 +11,9 @@ took 11.7 of 34.2 us per access (764 young, 69 middle and 6 full collections); w
 young threshold of 50,000, 0.3 of 19.3 us (5 young collections, none older). The
 cyclic garbage a run makes is its PEs' kernel contexts (about one object per
 command), so collecting later holds little memory. The threshold is restored when
-the run ends, so a user's process sees its own settings around the simulator.
+the run ends, so a user's process sees its own settings around the simulator. A
+launch holds it while it traces its kernels too (``RuntimeContext.launch``): what
+tracing makes lives until the run retires it.
 """
 
 from __future__ import annotations
