@@ -70,10 +70,12 @@ def test_the_process_keeps_its_own_settings(mine):
     assert seen["after"] == list(mine)
 
 
-# A launch of 1,024 programs of 16 reads each, its kernels traced whole before the run
-# (the replay path): the tracing makes every command at once, all alive until the run
-# retires them, so it is collected as the run is. With CPython's default thresholds,
-# tracing outside that made 76 young, 7 middle and 1 full collection of this launch.
+# A tensor deployed over 1,024 PEs, a launch of 1,024 programs of 16 reads each, its
+# kernels traced whole before the run (the replay path), and the tensor freed: each
+# makes objects that live until the run retires them or the tensor is freed, none of
+# them garbage, so each is collected as a run is. With CPython's default thresholds
+# outside the run, the whole made 97 young, 9 middle and 1 full collection; collected
+# as a run, deploy and free still made 26 young and 2 middle ones.
 LAUNCH = """
 import gc, json, sys
 from kernbench import tl
@@ -99,11 +101,11 @@ def kernel(src, reads):
 
 gc.callbacks.append(count)
 system = System(cfg)
+inside = True
 with RuntimeContext(system) as ctx:
     src = ctx.deploy(1024 * 16 * 256, DPPolicy("column_wise", 1024))
-    inside = True
     ends = ctx.launch(kernel, 1024, src, 16)
-    inside = False
+inside = False
 seen["programs"] = len(ends)
 seen["traced_under"] = sorted(seen["traced_under"])
 seen["after"] = list(gc.get_threshold())
@@ -111,7 +113,7 @@ print(json.dumps(seen))
 """
 
 
-def test_a_launch_traces_its_kernels_under_the_runs_thresholds():
+def test_deploy_launch_and_free_are_collected_as_a_run_is():
     done = run_python(LAUNCH)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.splitlines()[-1])
@@ -119,7 +121,7 @@ def test_a_launch_traces_its_kernels_under_the_runs_thresholds():
     assert seen["traced_under"] == [[50_000, 10, 10]]
     young, middle, full = seen["collections"]
     # 16,384 reads at about 25 tracked allocations each (the run's, as above), a young
-    # collection per 50,000: 8 at most (5 measured; the default's 700 made 76).
+    # collection per 50,000: 8 at most (6 measured).
     assert young <= 8
     assert middle == 0 and full == 0
     assert seen["after"] == [700, 10, 10]

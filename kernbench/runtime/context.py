@@ -129,15 +129,20 @@ class RuntimeContext:
 
     def deploy(self, nbytes: int, policy: DPPolicy = DPPolicy(), name: str = "") -> Tensor:
         """Allocate a tensor of ``nbytes`` split into equal contiguous shards, map it in
-        the address model and wait until the mapping has landed on every PE."""
+        the address model and wait until the mapping has landed on every PE.
+
+        Collected as a run is (:func:`~kernbench.sim.collector.fewer_collections`): a
+        deploy over many PEs makes their mappings and messages, alive until the tensor
+        is freed, and young collections would promote them all."""
         model = self.system.address
         self._names += 1
         name = name or f"t{self._names}"
-        copies = [self._place(copy, nbytes, model.layout_unit) for copy in self._targets(policy)]
-        tmap, msgs = model.map_tensor(copies, sharded=policy.cube != "replicate", name=name)
-        shards = [Shard(p.pe, p.offset_bytes, p.nbytes, p.pa) for c in copies for p in c]
-        tensor = Tensor(self, name, nbytes, shards, policy, tmap)
-        tensor.install_latency_ns = self._deliver(msgs)
+        with fewer_collections():
+            copies = [self._place(c, nbytes, model.layout_unit) for c in self._targets(policy)]
+            tmap, msgs = model.map_tensor(copies, sharded=policy.cube != "replicate", name=name)
+            shards = [Shard(p.pe, p.offset_bytes, p.nbytes, p.pa) for c in copies for p in c]
+            tensor = Tensor(self, name, nbytes, shards, policy, tmap)
+            tensor.install_latency_ns = self._deliver(msgs)
         tensor.install_bytes = sum(m.sent_bytes for m in msgs)
         self._tensors.append(weakref.ref(tensor))
         return tensor
@@ -147,7 +152,8 @@ class RuntimeContext:
         if tensor.freed:
             return
         tensor.freed = True
-        self._deliver(self.system.address.unmap_tensor(tensor.tmap))
+        with fewer_collections():  # as deploy
+            self._deliver(self.system.address.unmap_tensor(tensor.tmap))
         for s in tensor.shards:
             self.system.memory[s.pe.index].hbm.free(s.pa - pe_base(s.pe.sip, s.pe.cube, s.pe.pe))
 

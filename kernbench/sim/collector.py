@@ -11,9 +11,12 @@ took 11.7 of 34.2 us per access (764 young, 69 middle and 6 full collections); w
 young threshold of 50,000, 0.3 of 19.3 us (5 young collections, none older). The
 cyclic garbage a run makes is its PEs' kernel contexts (about one object per
 command), so collecting later holds little memory. The threshold is restored when
-the run ends, so a user's process sees its own settings around the simulator. A
-launch holds it while it traces its kernels too (``RuntimeContext.launch``): what
-tracing makes lives until the run retires it.
+the run ends, so a user's process sees its own settings around the simulator. The
+runtime's deploys, frees and launches hold it around what they do outside the run
+too (``kernbench.runtime.context``): a tensor's mappings live until it is freed, a
+traced kernel's commands until the run retires them. At 16,384 PEs (one read each,
+1:1, ``hotspot``) doing so in deploy and free as well as in the launch took the
+collector from 0.92 of 3.97 s to 0.65 of 3.22.
 """
 
 from __future__ import annotations
