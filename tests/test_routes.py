@@ -108,6 +108,7 @@ def test_links_made_from_ids_equal_the_graph_built_link_by_link(topo, mmu):
     assert list(g.links) == want.links
     assert len(g.links) == len(want.links)
     assert g.layout.bandwidths() == [lk.bw_gbs for lk in want.links]
+    assert [g.layout.bandwidth(lk.id) for lk in want.links] == [lk.bw_gbs for lk in want.links]
     assert dict(g.twin) == want.twin
     assert [g.layout.twin(i) for i in range(len(want.links))] == [
         want.twin.get(i, -1) for i in range(len(want.links))

@@ -233,6 +233,10 @@ class LinkLayout:
             lo += take
         return found
 
+    def bandwidth(self, i: int) -> float:
+        """The bandwidth of link ``i`` (no link is made)."""
+        return self._sip_bandwidths()[i % self.sip_size]
+
     def _sip_bandwidths(self) -> list[float]:
         if not self._sip_bw:
             bw = [c[0] for c in self.classes]

@@ -142,7 +142,8 @@ def pattern_peak_gbs(
                     for link in way(pe.node("dma"), hbm_router).resources:
                         load[link] += nbytes / len(routers)
             total += nbytes * len(ways)
-    busiest = max(n / graph.links[link].bw_gbs for link, n in load.items())
+    bandwidth = graph.layout.bandwidth
+    busiest = max(n / bandwidth(link) for link, n in load.items())
     return total / busiest
 
 
