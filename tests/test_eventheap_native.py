@@ -1,5 +1,7 @@
 """The compiled build's event heap (``kernbench/sim/eventheap.c``) leaves the very list
-:mod:`heapq` leaves (``eventheap.py``, the pure build's), after every push and pop.
+:mod:`heapq` leaves (``eventheap.py``, the pure build's), after every push and pop, on
+a plain list and on its ``EventHeap`` (a list keeping its entries' keys in a C array,
+which the PE queue keeps its events in).
 
 Both are driven with the same random operations on entries shaped as the PE queue's,
 ``(time, eid, callback, argument)``: times from a small set, so they tie and the eids
@@ -16,7 +18,7 @@ import random
 
 import pytest
 
-from tests.support import sim_native, sim_source
+from tests.support import run_python, sim_native, sim_source
 
 NATIVE = sim_native("eventheap")
 needs_native = pytest.mark.skipif(
@@ -28,6 +30,19 @@ TIMES = [0.0, 1.5, 2.0, 2.0000000000000004, 7.25, 100.0]
 def test_the_pure_build_runs_heapq():
     source = sim_source("eventheap")
     assert (source.heappush, source.heappop) == (heapq.heappush, heapq.heappop)
+    assert type(source.new_heap()) is list
+
+
+@needs_native
+def test_the_pe_queue_keeps_its_events_in_the_c_heap():
+    """A compiled caller turns a call of something it knows to be ``list`` into a plain
+    list: the queue must get the C one (checked in a fresh compiled process)."""
+    done = run_python(
+        "from kernbench.sim.events import LocalQueue, SimEnv\n"
+        "print(type(LocalQueue(SimEnv()).heap).__name__)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["EventHeap"]
 
 
 def entry(rng: random.Random, eid: int) -> tuple:
@@ -40,11 +55,10 @@ def entry(rng: random.Random, eid: int) -> tuple:
     return (at, eid, print, eid)
 
 
-def drive(seed: int, ops: int) -> None:
-    """The same pushes and pops on heapq and the C heap; the lists and the popped
-    entries are the same objects at every step."""
+def drive(seed: int, ops: int, ours: list) -> None:
+    """The same pushes and pops on heapq and the C heap (``ours``, empty); the lists
+    and the popped entries are the same objects at every step."""
     rng = random.Random(seed)
-    ours: list[tuple] = []
     theirs: list[tuple] = []
     eid = 0
     for _ in range(ops):
@@ -62,14 +76,16 @@ def drive(seed: int, ops: int) -> None:
 
 @needs_native
 @pytest.mark.parametrize("seed", range(20))
-def test_the_c_heap_leaves_heapqs_list(seed):
-    drive(seed, 2000)
+@pytest.mark.parametrize("kind", ["list", "EventHeap"])
+def test_the_c_heap_leaves_heapqs_list(seed, kind):
+    drive(seed, 2000, [] if kind == "list" else NATIVE.new_heap())
 
 
 @needs_native
-def test_a_nan_time_is_compared_as_heapq_compares_it():
+@pytest.mark.parametrize("kind", ["list", "EventHeap"])
+def test_a_nan_time_is_compared_as_heapq_compares_it(kind):
     nan = float("nan")
-    ours: list[tuple] = []
+    ours: list[tuple] = [] if kind == "list" else NATIVE.new_heap()
     theirs: list[tuple] = []
     for item in [(2.0, 5, print, 0), (nan, 1, print, 1), (1.0, 9, print, 2), (nan, 0, print, 3)]:
         NATIVE.heappush(ours, item)
@@ -91,3 +107,19 @@ def test_errors_are_heapqs():
     same_eid = [(1.0, 4, print, 0)]
     with pytest.raises(TypeError, match="'<' not supported"):
         NATIVE.heappush(same_eid, (1.0, 4, len, 1))  # the callbacks compared
+    heap = NATIVE.new_heap()
+    with pytest.raises(IndexError):
+        NATIVE.heappop(heap)
+    NATIVE.heappush(heap, (1.0, 4, print, 0))
+    with pytest.raises(TypeError, match="'<' not supported"):
+        NATIVE.heappush(heap, (1.0, 4, len, 1))
+
+
+@needs_native
+def test_an_event_heap_changed_otherwise_is_an_error():
+    """Its keys would no longer be its entries': the next push or pop says so."""
+    heap = NATIVE.new_heap()
+    NATIVE.heappush(heap, (1.0, 1, print, 0))
+    heap.append((0.5, 2, print, 1))
+    with pytest.raises(RuntimeError, match="changed other than by heappush and heappop"):
+        NATIVE.heappop(heap)

@@ -130,7 +130,7 @@ class LocalQueue:
 
     def __init__(self, env: SimEnv) -> None:
         self.env = env
-        self.heap: list[tuple[float, int, Callback, Any]] = []
+        self.heap: list[tuple[float, int, Callback, Any]] = eventheap.new_heap()
         self.now = 0.0
         self.eid = -1
         self._queue: list[Any] = env._queue  # type: ignore[attr-defined]
