@@ -85,6 +85,18 @@ def compiled() -> None:
         pytest.skip("this install is pure Python (no C compiler at build time?)")
 
 
+def test_the_pe_queue_keeps_its_events_in_its_builds_heap(compiled):
+    """The compiled build's PE queue holds the C ``EventHeap`` (a compiled caller makes a
+    plain list of a call it knows returns ``list``: its heap would lose its keys
+    silently, the results the same), the pure build's a plain list for heapq."""
+    code = (
+        "from kernbench.sim.events import LocalQueue, SimEnv\n"
+        "print(type(LocalQueue(SimEnv()).heap).__name__)\n"
+    )
+    assert python(code, pure=False).split() == ["EventHeap"]
+    assert python(code, pure=True).split() == ["list"]
+
+
 LOADED = """
 import json, sys
 import kernbench

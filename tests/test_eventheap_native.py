@@ -18,7 +18,7 @@ import random
 
 import pytest
 
-from tests.support import run_python, sim_native, sim_source
+from tests.support import sim_native, sim_source
 
 NATIVE = sim_native("eventheap")
 needs_native = pytest.mark.skipif(
@@ -31,18 +31,6 @@ def test_the_pure_build_runs_heapq():
     source = sim_source("eventheap")
     assert (source.heappush, source.heappop) == (heapq.heappush, heapq.heappop)
     assert type(source.new_heap()) is list
-
-
-@needs_native
-def test_the_pe_queue_keeps_its_events_in_the_c_heap():
-    """A compiled caller turns a call of something it knows to be ``list`` into a plain
-    list: the queue must get the C one (checked in a fresh compiled process)."""
-    done = run_python(
-        "from kernbench.sim.events import LocalQueue, SimEnv\n"
-        "print(type(LocalQueue(SimEnv()).heap).__name__)\n"
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["EventHeap"]
 
 
 def entry(rng: random.Random, eid: int) -> tuple:
