@@ -65,11 +65,9 @@ key_of(PyObject *item)
     if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) >= 2) {
         PyObject *t = PyTuple_GET_ITEM(item, 0), *e = PyTuple_GET_ITEM(item, 1);
         if (PyFloat_CheckExact(t) && PyLong_CheckExact(e)) {
-            int over;
+            int over; /* (an exact int raises nothing: it overflows or converts) */
             long long v = PyLong_AsLongLongAndOverflow(e, &over);
-            if (v == -1 && PyErr_Occurred())
-                PyErr_Clear(); /* not reached for an exact int; compared as tuples */
-            else if (!over && !isnan(PyFloat_AS_DOUBLE(t))) {
+            if (!over && !isnan(PyFloat_AS_DOUBLE(t))) {
                 k.t = PyFloat_AS_DOUBLE(t);
                 k.eid = v;
                 k.exact = 1;
@@ -90,11 +88,10 @@ typedef struct {
 
 static PyTypeObject EventHeapType;
 
-/* The heap being sifted: its items, and, for an EventHeap, itself and its keys. */
+/* The heap being sifted: its items, and, for an EventHeap, itself (its keys). */
 typedef struct {
     PyListObject *heap;
     EventHeap *eh; /* NULL for a plain list */
-    Key *keys;     /* NULL for a plain list */
 } Sift;
 
 /* 1 if item i < item j, 0 if not, -1 on an error (a comparison that ran Python code
@@ -102,8 +99,8 @@ typedef struct {
 static int
 less(Sift *s, Py_ssize_t i, Py_ssize_t j)
 {
-    if (s->keys != NULL) {
-        Key *a = &s->keys[i], *b = &s->keys[j];
+    if (s->eh != NULL) {
+        Key *a = &s->eh->keys[i], *b = &s->eh->keys[j];
         if (a->exact && b->exact) {
             if (a->t < b->t)
                 return 1;
@@ -133,10 +130,11 @@ swap(Sift *s, Py_ssize_t i, Py_ssize_t j)
     PyObject **arr = s->heap->ob_item, *tmp = arr[i];
     arr[i] = arr[j];
     arr[j] = tmp;
-    if (s->keys != NULL) {
-        Key k = s->keys[i];
-        s->keys[i] = s->keys[j];
-        s->keys[j] = k;
+    if (s->eh != NULL) {
+        Key *keys = s->eh->keys;
+        Key k = keys[i];
+        keys[i] = keys[j];
+        keys[j] = k;
     }
 }
 
@@ -209,7 +207,6 @@ sift_of(PyObject *heap, Sift *s)
     }
     s->heap = (PyListObject *)heap;
     s->eh = NULL;
-    s->keys = NULL;
     if (Py_IS_TYPE(heap, &EventHeapType)) {
         EventHeap *h = (EventHeap *)heap;
         if (h->n != PyList_GET_SIZE(heap)) {
@@ -218,7 +215,6 @@ sift_of(PyObject *heap, Sift *s)
             return -1;
         }
         s->eh = h;
-        s->keys = h->keys;
     }
     return 0;
 }
@@ -247,7 +243,6 @@ heappush(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (PyList_Append(heap, item))
             return NULL;
         h->keys[h->n++] = key_of(item);
-        s.keys = h->keys;
     }
     else if (PyList_Append(heap, item))
         return NULL;
@@ -285,7 +280,7 @@ heappop(PyObject *module, PyObject *heap)
     returnitem = PyList_GET_ITEM(heap, 0);
     PyList_SET_ITEM(heap, 0, lastelt);
     if (s.eh != NULL)
-        s.keys[0] = s.keys[n];
+        s.eh->keys[0] = s.eh->keys[n];
     if (siftup(&s, 0)) {
         Py_DECREF(returnitem);
         return NULL;
