@@ -19,7 +19,7 @@ from kernbench.config.store import experiments_dir
 from kernbench.report import bw_equivalence, sim_speed, tables
 from kernbench.runtime import DPPolicy
 from kernbench.runtime.exec_paths import BATCH, ReplaySource
-from tests.support import make_cfg, make_system
+from tests.support import make_cfg, make_system, run_python
 from tests.test_sweep import merged, run_sweep
 
 KIB4 = 4096
@@ -234,3 +234,23 @@ def test_sim_speed_report_checks_ratio_and_linearity():
     assert ratio_n1.holds is True  # 1 / 1.9 us = 0.53 and 0.56 of 10^6 events/s
     assert ratio_11.holds is False  # 0.2 and 0.15 < 0.25
     assert linear.holds is False and "30.0%" in linear.detail
+
+
+def test_a_replayed_kernels_commands_are_freed_as_it_ends_not_by_the_collector():
+    """A run with the garbage collector off, as a user's process may hold it: 16 PEs
+    read 64 times each (1,024 commands, 4 in flight). Once the run is over, only the
+    commands of each DMA's last 4 operations are alive (the system holds those until
+    it is collected): 64. A source that kept its last batch would leave all 1,024 for
+    the collector, on the cycle its greenlet and kernel context make."""
+    code = (
+        "import gc\n"
+        "from kernbench import simulate\n"
+        "from tests.support import make_cfg\n"
+        "gc.disable()\n"
+        "cfg = make_cfg(zero_cost=False, access_bytes=64, bytes_per_pe=64 * 64, outstanding=4)\n"
+        "result = simulate.run(cfg)\n"
+        "left = sum(type(o).__name__ == 'DmaReadCmd' for o in gc.get_objects())\n"
+        "print(result.metrics['accesses'], left)\n"
+    )
+    out = run_python(code)
+    assert out.stdout.split() == ["1024", str(16 * 4)], out.stderr

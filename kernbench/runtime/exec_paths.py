@@ -50,6 +50,13 @@ class ReplaySource(CommandSource):
     traced at once, so a short kernel is traced whole before it runs (and raises any
     error there). A long one never sits in memory whole: 10^6 commands cost one
     batch of them at a time.
+
+    Once replayed to the end it drops its last batch: its greenlet, the kernel's
+    context and its emit hook form a reference cycle that only the garbage collector
+    frees, and the commands hanging off it would wait for that collection too (at
+    1,024 PEs streaming ``neighbor`` 1:1, compiled build: the middle-generation
+    collection after the run found 70,656 objects to free, 65,536 of them commands,
+    in 48 ms; 9,216 in 33 ms once they go as each program ends).
     """
 
     def __init__(
@@ -95,6 +102,7 @@ class ReplaySource(CommandSource):
         at = self._at
         if at == len(self._buf):
             if self._glet.dead:
+                self._buf, self._at = [], 0  # replayed: freed now, not by the collector
                 return None
             self._refill()  # the kernel runs on: to its next full batch, or its end
             if not self._buf:
