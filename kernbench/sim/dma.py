@@ -55,8 +55,11 @@ class DmaEngine(Engine):
         self.fabric = fabric
         self.trace = trace
         self.bytes_moved = 0
-        self._writes = MemoryRoutes(router, self.name)
-        self._reads = MemoryRoutes(router, self.name, reads=True)
+        # Its routes by HBM router, made as its requests first take them: the way to
+        # memory (writes, and reads' requests) and a read's data's way back. Reports
+        # read them too (the routes a run took, not made again).
+        self.writes = MemoryRoutes(router, self.name)
+        self.reads = MemoryRoutes(router, self.name, reads=True)
         self._done = self._finish
 
     def issue(self, stage: Stage, now: float) -> None:
@@ -70,7 +73,7 @@ class DmaEngine(Engine):
         self.in_flight += 1
         requests, delay = self.frontend.resolve(self.pe, stage.addr, stage.nbytes)
         self.bytes_moved += stage.nbytes
-        routes = self._reads if stage.direction == READ else self._writes
+        routes = self.reads if stage.direction == READ else self.writes
         end = self.fabric.start(requests, routes, now + delay, stage, self._done)
         if end is not None:
             self.events.schedule(now + (end - now), self._done, stage)
@@ -80,7 +83,7 @@ class DmaEngine(Engine):
         self.bytes_moved += stage.nbytes
         issue = now + delay
         trace = self.trace
-        routes = self._reads if stage.direction == READ else self._writes
+        routes = self.reads if stage.direction == READ else self.writes
         if trace is None:
             return self.fabric.start(requests, routes, issue, stage, self._done)
         pe = self.pe

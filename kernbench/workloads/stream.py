@@ -117,15 +117,16 @@ def pattern_peak_gbs(
     it by the routes' latency and any idle time. From the config and the pattern's
     targets (``uniform``: the run's own draws), not measured.
     """
-    graph, router = system.graph, system.router
-    ways = {
-        StreamOp.read: (router.from_memory,),
-        StreamOp.write: (router.to_memory,),
-        StreamOp.copy: (router.from_memory, router.to_memory),
-    }[w.op]
+    graph = system.graph
     load: defaultdict[int, float] = defaultdict(float)
     total = 0
     for pe, mine in zip(active, owners, strict=True):
+        dma = system.pes[pe.index].dma  # its route tables: the routes the run took
+        ways = {
+            StreamOp.read: (dma.reads,),
+            StreamOp.write: (dma.writes,),
+            StreamOp.copy: (dma.reads, dma.writes),
+        }[w.op]
         to: dict[int, int]
         if isinstance(mine, list):  # an owner per access
             full, tail = divmod(w.bytes_per_pe, w.access_bytes)
@@ -139,7 +140,7 @@ def pattern_peak_gbs(
             routers = graph.routers(graph.pes[target])
             for hbm_router in routers:
                 for way in ways:
-                    for link in way(pe.node("dma"), hbm_router).resources:
+                    for link in way[hbm_router].resources:
                         load[link] += nbytes / len(routers)
             total += nbytes * len(ways)
     bandwidth = graph.layout.bandwidth
