@@ -34,6 +34,7 @@ import time
 import pytest
 
 import kernbench
+from kernbench import simulate
 from kernbench.cli import estimate
 from kernbench.config.schema import AddressModel, KernBenchConfig, StreamPattern
 from kernbench.config.validate import validate
@@ -68,11 +69,12 @@ def scaled(pes: int, pattern: str, mapping: str, per_pe: int = 256, **kw: object
 
 
 def cpu_s(cfg: KernBenchConfig) -> tuple[float, dict]:
-    """CPU seconds to build the system and run the stream, and its row (the collector
-    run first, untimed, as in ``cpu_s_per_access``)."""
+    """CPU seconds to simulate the point as a sweep does (``simulate.run_validated``:
+    build the system, run the stream, report), and its row (the collector run first,
+    untimed, as in ``cpu_s_per_access``)."""
     gc.collect()
     start = time.process_time()
-    row = stream.run(System(cfg), cfg.workload)
+    row = simulate.run_validated(cfg).metrics
     return time.process_time() - start, row
 
 
