@@ -118,15 +118,13 @@ def pattern_peak_gbs(
     targets (``uniform``: the run's own draws), not measured.
     """
     graph = system.graph
+    reads = w.op in (StreamOp.read, StreamOp.copy)
+    writes = w.op in (StreamOp.write, StreamOp.copy)
     load: defaultdict[int, float] = defaultdict(float)
     total = 0
     for pe, mine in zip(active, owners, strict=True):
         dma = system.pes[pe.index].dma  # its route tables: the routes the run took
-        ways = {
-            StreamOp.read: (dma.reads,),
-            StreamOp.write: (dma.writes,),
-            StreamOp.copy: (dma.reads, dma.writes),
-        }[w.op]
+        ways = ([dma.reads] if reads else []) + ([dma.writes] if writes else [])
         to: dict[int, int]
         if isinstance(mine, list):  # an owner per access
             full, tail = divmod(w.bytes_per_pe, w.access_bytes)
