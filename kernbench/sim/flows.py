@@ -239,7 +239,7 @@ class Requester:
     flows start filling (an older queue on a link of its own still takes its
     requester's turn first), so a requester is in the solver whole or not at all."""
 
-    __slots__ = ("name", "rid", "queues", "fluid", "done", "youngest")
+    __slots__ = ("name", "rid", "queues", "fluid", "done", "seen", "mark")
 
     def __init__(self, name: str, rid: int, done: Done) -> None:
         self.name = name  # its DMA's node
@@ -247,7 +247,9 @@ class Requester:
         self.queues: list[Queue] = []  # reads' and writes'
         self.fluid = 0
         self.done = done  # its DMA's completion callback
-        self.youngest: Queue | None = None  # (while a fill ranks its queues: ranked)
+        # Its queue ranked last (ranked goes from the youngest), under fill ``mark``.
+        self.seen: Queue | None = None
+        self.mark = 0
 
 
 class Lane:
