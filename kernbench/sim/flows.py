@@ -239,7 +239,7 @@ class Requester:
     flows start filling (an older queue on a link of its own still takes its
     requester's turn first), so a requester is in the solver whole or not at all."""
 
-    __slots__ = ("name", "rid", "queues", "fluid", "done", "seen", "mark")
+    __slots__ = ("name", "rid", "queues", "fluid", "done", "seen", "mark", "drained_at")
 
     def __init__(self, name: str, rid: int, done: Done) -> None:
         self.name = name  # its DMA's node
@@ -247,6 +247,9 @@ class Requester:
         self.queues: list[Queue] = []  # reads' and writes'
         self.fluid = 0
         self.done = done  # its DMA's completion callback
+        # Every arithmetic booking of its queues has drained by then (the latest
+        # ``free_at + latency`` of them): no queue of it is ``draining`` after.
+        self.drained_at = 0.0
         # Its queue ranked last (ranked goes from the youngest), under fill ``mark``.
         self.seen: Queue | None = None
         self.mark = 0
