@@ -69,6 +69,7 @@ from kernbench.sim.flows import (
     Done,
     Flow,
     Lane,
+    LinkUse,
     Queue,
     Requester,
     Transfer,
@@ -126,10 +127,8 @@ class FairFabric(DataPlane):
         self._whole = whole
         self._fast = fast and not record
         self._never_binds = graph.layout.never_binds
-        self._owner: list[Queue | None] = []  # arithmetic holder
-        self._fluid: list[int] = []  # queues with flows on each link
-        # queues with joined flows, by link: made when a first queue joins
-        self._on: list[list[Queue] | None] = []
+        # Each link's record, by link id: made when a first queue crosses the link.
+        self._uses: list[LinkUse | None] = []
         self._requesters: dict[str, Requester] = {}  # by DMA node
         self._lanes: dict[int, Lane] = {}  # by id(routes): one per DMA and direction
         self._joined: list[list[Queue]] = []  # by requester number: queues with joined flows
@@ -147,7 +146,6 @@ class FairFabric(DataPlane):
         # and leaving, a hotspot's recomputations (a queue's new head moving in its
         # requester's age order) all cover one component, found once.
         self._layout = 0  # bumped when a queue enters or leaves
-        self._comp: list[Component | None] = []
         self._searches = 0
         self._fills = 0  # fills ranked (ranked's mark)
 
@@ -162,10 +160,7 @@ class FairFabric(DataPlane):
         new = min(self.layout.count, max(top + 1, 2 * size))
         more = new - size
         self.bw += self.layout.bandwidths(size, new)
-        self._owner += [None] * more
-        self._fluid += [0] * more
-        self._on += [None] * more
-        self._comp += [None] * more
+        self._uses += [None] * more
 
     @property
     def bytes_carried(self) -> list[int]:
@@ -225,6 +220,7 @@ class FairFabric(DataPlane):
                 route = routes[req[0]]
                 self._cover(route.top_id)
                 queue = Queue(route, self._never_binds, who, self.access_latency_ns)
+                queue.uses = self._uses_of(queue.links)
                 queues[req[0]] = queue
                 who.queues.append(queue)
             queue.moved += nbytes
@@ -275,19 +271,29 @@ class FairFabric(DataPlane):
         lane = self._lanes[id(routes)] = Lane(who, routes)
         return lane
 
+    def _uses_of(self, links: tuple[int, ...]) -> tuple[LinkUse, ...]:
+        """The records of ``links``, made for those no queue crossed before."""
+        uses = self._uses
+        found: list[LinkUse] = []
+        for i in links:
+            use = uses[i]
+            if use is None:
+                use = uses[i] = LinkUse()
+            found.append(use)
+        return tuple(found)
+
     def _alone(self, queue: Queue, now: float) -> bool:
         """Whether ``queue`` has its links to itself now (no flows on them, and any
         other arithmetic holder done draining); if so it holds them."""
-        owner, fluid = self._owner, self._fluid
-        for i in queue.links:
-            held = owner[i]
-            if fluid[i] or (held is not None and held is not queue and draining(held, now)):
+        for use in queue.uses:
+            held = use.owner
+            if use.fluid or (held is not None and held is not queue and draining(held, now)):
                 return False
-        for i in queue.links:
-            held = owner[i]
+        for use in queue.uses:
+            held = use.owner
             if held is not None and held is not queue:
                 held.holds = False
-            owner[i] = queue
+            use.owner = queue
         queue.holds = True
         return True
 
@@ -295,15 +301,14 @@ class FairFabric(DataPlane):
         """``queue`` meets other traffic (or its requester has flows): it becomes flows,
         and so does every requester holding one of its links with bytes still to drain
         (holders done draining let go of the links)."""
-        owner = self._owner
-        for i in queue.links:
-            held = owner[i]
+        for use in queue.uses:
+            held = use.owner
             if held is not None and held is not queue:
                 if draining(held, now):
                     self._requester_to_flows(held.who, now)
                 else:
                     held.holds = False
-                    owner[i] = None
+                    use.owner = None
         self._requester_to_flows(queue.who, now)
         if not queue.fluid:
             self._to_flows(queue, now)
@@ -350,11 +355,10 @@ class FairFabric(DataPlane):
             self._enter(queue)
         queue.fluid, queue.holds = True, False  # the caller's queue gets a flow at once
         queue.who.fluid += 1
-        owner, fluid = self._owner, self._fluid
-        for i in queue.links:
-            if owner[i] is queue:
-                owner[i] = None
-            fluid[i] += 1
+        for use in queue.uses:
+            if use.owner is queue:
+                use.owner = None
+            use.fluid += 1
 
     # -- flow events ------------------------------------------------------------
     def _join(self, flow: Flow) -> None:
@@ -419,9 +423,8 @@ class FairFabric(DataPlane):
             if not queue.waiting:
                 queue.fluid = False
                 queue.who.fluid -= 1
-                fluid = self._fluid
-                for i in queue.links:
-                    fluid[i] -= 1
+                for use in queue.uses:
+                    use.fluid -= 1
             return
         queue.head = head.seq
         if self._reorders(queue, flow.seq, head.seq):
@@ -469,23 +472,15 @@ class FairFabric(DataPlane):
         """``queue`` has a joined flow now."""
         self._layout += 1
         self._joined[queue.rid].append(queue)
-        on = self._on
-        for i in queue.links:
-            there = on[i]
-            if there is None:
-                on[i] = [queue]
-            else:
-                there.append(queue)
+        for use in queue.uses:
+            use.on.append(queue)
 
     def _leave(self, queue: Queue) -> None:
         """``queue`` has no joined flow any more."""
         self._layout += 1
         self._joined[queue.rid].remove(queue)
-        on = self._on
-        for i in queue.links:
-            there = on[i]
-            assert there is not None  # it joined
-            there.remove(queue)
+        for use in queue.uses:
+            use.on.remove(queue)
 
     # -- rates ------------------------------------------------------------------
     def _solve_later(self) -> None:
@@ -643,32 +638,32 @@ class FairFabric(DataPlane):
 
     def _affected(self, dirty: set[int]) -> list[Component]:
         """Every component that holds a link of ``dirty`` and a queue, once each."""
-        comps, layout = self._comp, self._layout
+        uses, layout = self._uses, self._layout
         found: list[Component] = []
         for i in dirty:
-            comp = comps[i]
+            use = uses[i]
+            assert use is not None  # a link of a queue
+            comp = use.comp
             if comp is None or comp.layout != layout:
-                comp = self._component(i)
+                comp = self._component(use)
             if comp.stamp != self.solves and comp.queues:
                 comp.stamp = self.solves
                 found.append(comp)
         return found
 
-    def _component(self, start: int) -> Component:
-        """The queues connected to link ``start`` through shared links or a shared
-        requester, recorded on every link it reaches (valid until a queue enters or
+    def _component(self, start: LinkUse) -> Component:
+        """The queues connected to the link of ``start`` through shared links or a
+        shared requester, recorded on every link it reaches (valid until a queue enters or
         leaves). A link is reached once it holds this component, and what is left to
         walk is the reached links' lists of queues: no set or list of link ids (boxed
         ints in the compiled build, a third of the search's cost)."""
-        on, comps, joined = self._on, self._comp, self._joined
+        joined = self._joined
         self._searches += 1
         stamp = self._searches
         queues: list[Queue] = []
         comp = Component(self._layout, queues)
-        comps[start] = comp
-        first = on[start]
-        assert first is not None  # a changed link: a queue joined it
-        todo = [first]
+        start.comp = comp
+        todo = [start.on]
         while todo:
             for queue in todo.pop():
                 if queue.stamp == stamp:
@@ -680,12 +675,10 @@ class FairFabric(DataPlane):
                     if mate.stamp != stamp:
                         mate.stamp = stamp
                         queues.append(mate)
-                        for i in mate.links:
-                            if comps[i] is not comp:
-                                comps[i] = comp
-                                there = on[i]
-                                assert there is not None  # a joined queue's link
-                                todo.append(there)
+                        for use in mate.uses:
+                            if use.comp is not comp:
+                                use.comp = comp
+                                todo.append(use.on)
         return comp
 
     def _set_rate(self, flow: Flow, rate: float, now: float) -> None:

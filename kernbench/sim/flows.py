@@ -97,6 +97,7 @@ class Queue:
     __slots__ = (
         "who",
         "links",
+        "uses",
         "path",
         "latency",
         "cap",
@@ -128,6 +129,7 @@ class Queue:
         # The resources that can bind it (``LinkLayout.never_binds`` leaves out those that
         # saturate no earlier than the HBM resource every route through a router crosses).
         self.links = tuple(i for i in route.resources if not never_binds(i))
+        self.uses: tuple[LinkUse, ...] = ()  # its links' records (the fabric's), in order
         # From issue until its first byte joins its links (``latency``), and from its
         # last byte's drain until it completes (``tail``): a write pays its way out,
         # then the memory's access; a read (DESIGN §13.1) its request's way out, the
@@ -265,6 +267,23 @@ class Lane:
         self.who = who
         self.routes = routes  # kept: the fabric finds the lane by its identity
         self.queues: dict[str, Queue] = {}
+
+
+class LinkUse:
+    """What the fair fabric keeps of one link (one resource) the runs' queues cross:
+    its arithmetic holder, how many queues have flows on it, the queues with joined
+    flows on it, and the component it was last found in. One record per link, not
+    four lists by link id: a queue's visit to its links reads one object each, where
+    the four lists were four cache lines per link (at 1,024 PEs they outgrow a core's
+    second-level cache)."""
+
+    __slots__ = ("owner", "fluid", "on", "comp")
+
+    def __init__(self) -> None:
+        self.owner: Queue | None = None  # the queue holding it for arithmetic bookings
+        self.fluid = 0  # queues with flows on it, joined or waiting
+        self.on: list[Queue] = []  # queues with joined flows on it
+        self.comp: Component | None = None  # the component it was last found in
 
 
 class Component:
