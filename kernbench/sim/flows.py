@@ -3,8 +3,9 @@
 A *flow* is one physical request in the fluid model; a *queue* is one requester's
 requests on one route (arithmetic bookings while the requester has its links to
 itself, flows otherwise); a *requester* is one PE's DMA with its queues, reads and
-writes alike; a *lane* is its queues of one direction by HBM router; a *component*
-is the queues a recomputation found connected through shared links. Plain
+writes alike; a *lane* is its queues of one direction by HBM router; a *link use*
+is what the fabric keeps of one link the queues cross; a *component* is the queues a
+recomputation found connected through shared links. Plain
 records with slots: :mod:`kernbench.sim.fair_fabric` moves them through time and
 :mod:`kernbench.sim.fairshare` sets their rates; this module owns no behaviour
 beyond their constructors, a queue's arithmetic booking and two questions about a
