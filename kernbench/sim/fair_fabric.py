@@ -637,12 +637,16 @@ class FairFabric(DataPlane):
         self._set_rates(found, rates, now)
 
     def _affected(self, dirty: set[int]) -> list[Component]:
-        """Every component that holds a link of ``dirty`` and a queue, once each."""
+        """Every component that holds a link of ``dirty`` and a queue, once each. A
+        link no queue is on is in none: no search (a queue that leaves marks each of
+        its links, and 1:1 ``neighbor`` made two empty components per access)."""
         uses, layout = self._uses, self._layout
         found: list[Component] = []
         for i in dirty:
             use = uses[i]
             assert use is not None  # a link of a queue
+            if not use.on:
+                continue
             comp = use.comp
             if comp is None or comp.layout != layout:
                 comp = self._component(use)
