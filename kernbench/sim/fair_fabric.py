@@ -79,7 +79,7 @@ from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import MemoryRoutes
 
 KNOWN: Final = 1024  # solutions kept (emptied when full)
-INSERTED: Final = 16  # queues sorted by insertion (more: few_into_age_order)
+INSERTED: Final = 16  # queues sorted by insertion (more: heads_into_age_order)
 
 # Told a component's queues (requester, links, oldest request's sequence number) and
 # their rates after every recomputation, and the time: the tests' window on the solver.
@@ -147,7 +147,6 @@ class FairFabric(DataPlane):
         # requester's age order) all cover one component, found once.
         self._layout = 0  # bumped when a queue enters or leaves
         self._searches = 0
-        self._fills = 0  # fills ranked (ranked's mark)
 
     def _cover(self, top: int) -> None:
         """Lengthen the per-link lists, in place, to cover link ``top`` (at least
@@ -524,7 +523,7 @@ class FairFabric(DataPlane):
                 # recomputation would give every queue the rate it has, and each new
                 # head the one it took over, set as it sets them. The definition
                 # (``whole``) recomputes.
-                few_into_age_order(unsure)
+                heads_into_age_order(unsure)
                 self._set_rates(unsure, [q.taken for q in unsure], now)
                 return
             for queue in unsure:
@@ -595,7 +594,7 @@ class FairFabric(DataPlane):
         known = order is not None
         if order is None:
             found = comp.queues
-            order = [found[i] for i in age_order([q.head for q in found])]
+            order = by_age(found)
         else:
             into_age_order(order)
         # Known rates are looked up only for a component solved before: a hotspot's
@@ -613,8 +612,7 @@ class FairFabric(DataPlane):
         else:
             self.reused += 1
         comp.order, comp.rates = order, rates
-        self._fills += 1
-        ranked(order, self._fills)
+        ranked(order, self.solves)
         return order
 
     def _solve_together(self, dirty: set[int], now: float) -> None:
@@ -627,9 +625,8 @@ class FairFabric(DataPlane):
             found = [queue for comp in self._affected(dirty) for queue in comp.queues]
         if not found:
             return
-        found = [found[i] for i in age_order([q.head for q in found])]
-        self._fills += 1
-        ranked(found, self._fills)
+        found = by_age(found)
+        ranked(found, self.solves)
         rates = progressive_fill([q.rid for q in found], [q.links for q in found], self.bw)
         self.solved_queues += len(found)
         if self.on_solve is not None:
@@ -762,7 +759,7 @@ def into_age_order(order: list[Queue]) -> None:
             kept += 1
         else:
             moved.append(queue)
-    few_into_age_order(moved)
+    heads_into_age_order(moved)
     # Merged from the youngest end into the places the moved ones left.
     i = kept - 1
     j = len(moved) - 1
@@ -778,7 +775,7 @@ def into_age_order(order: list[Queue]) -> None:
         w -= 1
 
 
-def few_into_age_order(queues: list[Queue]) -> None:
+def heads_into_age_order(queues: list[Queue]) -> None:
     """Sort ``queues`` by head in place: a few by insertion (no list of boxed heads to
     sort by, and nothing moves when they are in order already, as the new heads of an
     instant's drains, which come in the order of their flows' keys, mostly are); more
@@ -789,8 +786,7 @@ def few_into_age_order(queues: list[Queue]) -> None:
     if n > INSERTED:
         for i in range(1, n):
             if queues[i - 1].head > queues[i].head:
-                ranks = age_order([q.head for q in queues])
-                queues[:] = [queues[k] for k in ranks]
+                queues[:] = by_age(queues)
                 return
         return
     for i in range(1, n):
@@ -804,12 +800,19 @@ def few_into_age_order(queues: list[Queue]) -> None:
             queues[j] = queue
 
 
+def by_age(queues: list[Queue]) -> list[Queue]:
+    """``queues`` from the oldest head to the youngest (a new list)."""
+    return [queues[i] for i in age_order([q.head for q in queues])]
+
+
 def ranked(order: list[Queue], mark: int) -> None:
     """Note, on each queue of ``order`` (a fill's age order), its head and its
     requester's queue just younger in it: what :func:`into_age_order` and
     :meth:`FairFabric._order_kept` compare with. One pass from the youngest end: a
-    requester met first under this fill's ``mark`` has none younger (no pass to clear
-    what the last fill left)."""
+    requester met first under ``mark`` has none younger (no pass to clear what the
+    last fill left). The mark is the recomputation's number: a requester's queues are
+    all in one component, so the fills of one recomputation never meet one requester
+    twice."""
     for queue in reversed(order):
         queue.ranked_head = queue.head
         who = queue.who
