@@ -79,6 +79,54 @@ def test_a_sweep_whose_log_outgrows_the_disk_is_one_line_and_leaves_no_table(tmp
     assert not list(out.glob(".results.parquet.*"))  # nor a partial one
 
 
+# The sweeping process with CPython's exit-time race made wide: the pool's manager
+# thread takes 0.4 s to clean up after a kill, and the exit's unlocked wake-up of that
+# thread waits 1 s between seeing its pipe open and writing to it.
+SLOW_POOL_THREAD = """
+import sys, time
+import concurrent.futures.process as futures
+clean_up = futures._ExecutorManagerThread.join_executor_internals
+def slow_clean_up(self):
+    time.sleep(0.4)
+    clean_up(self)
+def slow_exit_wakeup(self):
+    if not self._closed:
+        if futures._global_shutdown:
+            time.sleep(1.0)
+        self._writer.send_bytes(b"")
+futures._ExecutorManagerThread.join_executor_internals = slow_clean_up
+futures._ThreadWakeup.wakeup = slow_exit_wakeup
+from kernbench.app import main
+sys.argv[0] = "kernbench"
+main()
+"""
+
+
+def test_an_error_exit_waits_for_the_pools_thread_and_says_one_line(tmp_path):
+    # Seen once in CI: after the one error line, Python's exit wrote to the wake-up
+    # pipe of a pool thread that was closing it (OSError: Bad file descriptor). The
+    # killed pool's thread must have ended before the process exits.
+    out = tmp_path / "sweep"
+    args = [*SMALL, "workload.bytes_per_pe=4096,8192", "workload.seed=range(0,40)"]
+    proc = run_cli(
+        tmp_path,
+        [
+            sys.executable,
+            "-c",
+            SLOW_POOL_THREAD,
+            "-m",
+            *args,
+            f"hydra.sweep.dir={out}",
+            "cache=false",
+        ],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+    )
+    assert proc.returncode == 1
+    assert one_error(proc.stderr) == (
+        f"kernbench: error: cannot write {out / 'points.log'}: File too large"
+    )
+
+
 def test_a_table_that_outgrows_the_disk_is_one_line_naming_it(tmp_path):
     # Two points: their records and log are a few KB each (the largest, a shape's
     # config, ~5.5 KB), under the 12 KB limit; results.parquet, ~160 columns of

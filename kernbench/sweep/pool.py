@@ -196,9 +196,15 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     manager thread waiting for the rest of it, and Python, exiting, waited for that
     thread forever (a sweep whose points.log hit the file size limit hung at exit
     with "cannot write" already said). With no writer left the wait ends at once
-    (end of file), and the thread takes the pool as broken and exits."""
+    (end of file), and the thread takes the pool as broken and exits.
+
+    That thread is then waited for (at most ``stop.GRACE_S``): left running, it closed
+    its wake-up pipe while Python, exiting, was writing to it (CPython 3.11's
+    ``_python_exit`` wakes each pool's thread without its lock), and an exit that had
+    said its one error line went on with a traceback ("Bad file descriptor")."""
     processes = list((pool._processes or {}).values())
     results = pool._result_queue  # type: ignore[attr-defined]  # shutdown() drops it
+    manager = pool._executor_manager_thread  # type: ignore[attr-defined]  # and this
     for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
@@ -208,6 +214,8 @@ def _kill(pool: ProcessPoolExecutor) -> None:
     if results is not None:
         with contextlib.suppress(OSError):
             results._writer.close()
+    if manager is not None:
+        manager.join(stop.GRACE_S)
 
 
 def _ready() -> None:
