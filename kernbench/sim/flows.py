@@ -114,6 +114,7 @@ class Queue:
         "stamp",
         "head",
         "ranked_head",
+        "ranked_in",
         "younger",
         "taken",
         "moved",
@@ -153,9 +154,10 @@ class Queue:
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
-        # Its head in the last fill that covered it, and its requester's queue just
-        # younger in that fill's age order.
+        # Its head in the last fill that covered it, that fill's age order, and its
+        # requester's queue just younger in it.
         self.ranked_head = 0
+        self.ranked_in: list[Queue] | None = None
         self.younger: Queue | None = None
         self.taken = 0.0  # the rate its new head takes over if its order holds
         self.moved = 0  # bytes issued on it: every link of its path carried them
