@@ -841,8 +841,9 @@ def by_age(queues: list[Queue]) -> list[Queue]:
 
 
 def ranked(order: list[Queue], mark: int) -> None:
-    """Note, on each queue of ``order`` (a fill's age order), its head and its
-    requester's queue just younger in it: what :func:`into_age_order` and
+    """Note, on each queue of ``order`` (a fill's age order), its head, the order
+    itself and its requester's queue just younger in it: what
+    :func:`into_age_order`, :func:`found_into_age_order` and
     :meth:`FairFabric._order_kept` compare with. One pass from the youngest end: a
     requester met first under ``mark`` has none younger (no pass to clear what the
     last fill left). The mark is the recomputation's number: a requester's queues are
