@@ -475,11 +475,20 @@ class FairFabric(DataPlane):
             use.on.append(queue)
 
     def _leave(self, queue: Queue) -> None:
-        """``queue`` has no joined flow any more."""
+        """``queue`` has no joined flow any more. It lets go of the order of its last
+        fill (a queue that comes back has a new head: it is sorted anyway), and a link
+        it leaves empty lets go of its component (no search starts from an empty
+        link). What idle queues and links held of old components grew with the run:
+        1:1 ``uniform`` on 1,024 PEs, 64 accesses each, kept 8,498 of them, 40.7
+        million list entries: its peak was 958 MB with them, 278 MB without."""
         self._layout += 1
+        queue.ranked_in = None
         self._joined[queue.rid].remove(queue)
         for use in queue.uses:
-            use.on.remove(queue)
+            on = use.on
+            on.remove(queue)
+            if not on:
+                use.comp = None
 
     # -- rates ------------------------------------------------------------------
     def _solve_later(self) -> None:

@@ -217,8 +217,13 @@ class MemoryRoutes(dict[str, Route]):
         self.reads = reads
 
     def __missing__(self, hbm_router: str) -> Route:
-        if self.reads:
-            route = self[hbm_router] = self.router.from_memory(self.src, hbm_router)
-        else:
-            route = self[hbm_router] = self.router.to_memory(self.src, hbm_router)
+        route = self[hbm_router] = self.made(hbm_router)
         return route
+
+    def made(self, hbm_router: str) -> Route:
+        """The route to (a read's: from) ``hbm_router``, made now and not kept: for a
+        walk over routes the run may not have taken (a bound's), which would otherwise
+        keep one per PE and router it walked."""
+        if self.reads:
+            return self.router.from_memory(self.src, hbm_router)
+        return self.router.to_memory(self.src, hbm_router)
