@@ -81,7 +81,7 @@ def cpu_s(cfg: KernBenchConfig) -> tuple[float, dict]:
     return time.process_time() - start, row
 
 
-def in_fresh_process(pes: int, pattern: str, mapping: str) -> dict:
+def in_fresh_process(pes: int, pattern: str, mapping: str, per_pe: int = 256) -> dict:
     """One point in a new interpreter: its CPU seconds, its process's peak RSS, and the
     peak RSS of the interpreter before it simulates (imports and a 16-PE point)."""
     code = (
@@ -90,7 +90,7 @@ def in_fresh_process(pes: int, pattern: str, mapping: str) -> dict:
         "from tests.test_bench_sim_speed import peak_rss_mb\n"
         "cpu_s(scaled(16, 'local', '1:1'))\n"
         "before = peak_rss_mb()\n"
-        f"seconds, row = cpu_s(scaled({pes}, {pattern!r}, {mapping!r}))\n"
+        f"seconds, row = cpu_s(scaled({pes}, {pattern!r}, {mapping!r}, per_pe={per_pe}))\n"
         "print(json.dumps({'cpu_s': seconds, 'before_mb': before, 'peak_mb': peak_rss_mb(),"
         " 'accesses': row['accesses']}))\n"
     )
@@ -120,6 +120,24 @@ def test_the_largest_topology_in_a_fresh_process(pattern):
     assert got["accesses"] == 16384
     assert got["peak_mb"] < 4096
     assert need / 2**20 >= got["peak_mb"]  # the estimate is a bound, not a guess
+
+
+def test_the_estimate_bounds_a_long_uniform_point():
+    """1,024 PEs streaming 1:1 ``uniform``, 64 reads of 256 B each (64 targets a PE):
+    the state that grows with a run (routes, queues, components of about 2,000
+    queues). Its peak was 1,329 MB against an estimate of 294 MB while the bandwidth
+    bound's walk kept routes no access took and idle links and queues kept old
+    components; 278 MB once they did not."""
+    got = in_fresh_process(1024, "uniform", "1:1", per_pe=64 * 256)
+    need = sum(
+        n for n, _, _ in estimate.memory_terms(scaled(1024, "uniform", "1:1", per_pe=64 * 256))
+    )
+    print(
+        f"\n1,024 PEs uniform 1:1, 64 accesses of 256 B per PE, VA: {got['cpu_s']:.1f} s CPU,"
+        f" peak {got['peak_mb']:.0f} MB, the estimate {need / 2**20:.0f} MB"
+    )
+    assert got["accesses"] == 1024 * 64
+    assert need / 2**20 >= got["peak_mb"]
 
 
 @pytest.mark.parametrize("mapping", ["n:1", "1:1"])
