@@ -27,11 +27,11 @@ from tests.support import make_cfg
 GB = 1 << 30
 
 
-def big(pattern: str = "hotspot", **stream: object):
-    """The issue's largest point: 16 x 16 x 64 PEs, 8 channels each, 1:1."""
+def big(pattern: str = "hotspot", sips: int = 16, cubes: int = 16, **stream: object):
+    """The issue's largest point (``sips`` x ``cubes`` x 64 PEs), 8 channels each, 1:1."""
     cfg = make_cfg(one_to_one=True, model="va", pattern=StreamPattern(pattern), **stream)
     topo = cfg.topology
-    topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube = 16, 16, 64
+    topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube = sips, cubes, 64
     topo.cube.memory_map.hbm_pseudo_channels, topo.cube.memory_map.hbm_channels_per_pe = 512, None
     return validate(cfg)
 
@@ -107,18 +107,11 @@ def test_the_app_refuses_before_simulating(compose_cfg, monkeypatch, tmp_path, c
 HELD = """
 import json, sys, tracemalloc
 from kernbench.cli import estimate
-from kernbench.config.schema import StreamPattern
-from kernbench.config.validate import validate
 from kernbench.sim.system import System
 from kernbench.workloads import stream
-from tests.support import make_cfg
+from tests.test_estimate_memory import big
 
-cfg = make_cfg(one_to_one=True, model="va", pattern=StreamPattern.uniform, access_bytes=256,
-               bytes_per_pe=64 * 256, outstanding=int(sys.argv[1]))
-topo = cfg.topology
-topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube = 1, 1, 64
-topo.cube.memory_map.hbm_pseudo_channels, topo.cube.memory_map.hbm_channels_per_pe = 512, None
-cfg = validate(cfg)
+cfg = big("uniform", 1, 1, access_bytes=256, bytes_per_pe=64 * 256, outstanding=int(sys.argv[1]))
 terms = {what: n for n, what, _ in estimate.memory_terms(cfg)}
 tracemalloc.start()
 system = System(cfg)

@@ -24,16 +24,23 @@ from kernbench.sweep import MERGED_FILE, outputs
 from tests.test_launchers import run_cli
 
 SMALL = ("topology=small", "pe_cost_model=zero", "address=pa", "workload.access_bytes=4096")
+# 80 points, each logging a few hundred bytes in points.log: past 20 KB it cannot grow.
+LOG_PAST_20_KB = (*SMALL, "workload.bytes_per_pe=4096,8192", "workload.seed=range(0,40)")
 
 
 def kernbench(
-    tmp_path: Path, *args: str, file_limit: int | None = None
+    tmp_path: Path,
+    *args: str,
+    file_limit: int | None = None,
+    entry: tuple[str, ...] = ("-m", "kernbench.app"),
 ) -> subprocess.CompletedProcess:
+    """``kernbench *args`` (``entry``: how Python starts it) under ``file_limit``."""
+
     def limit() -> None:
         if file_limit is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
 
-    return run_cli(tmp_path, [sys.executable, "-m", "kernbench.app", *args], preexec_fn=limit)
+    return run_cli(tmp_path, [sys.executable, *entry, *args], preexec_fn=limit)
 
 
 def one_error(stderr: str) -> str:
@@ -63,9 +70,7 @@ def test_a_sweep_whose_log_outgrows_the_disk_is_one_line_and_leaves_no_table(tmp
     proc = kernbench(
         tmp_path,
         "-m",
-        *SMALL,
-        "workload.bytes_per_pe=4096,8192",
-        "workload.seed=range(0,40)",
+        *LOG_PAST_20_KB,
         f"hydra.sweep.dir={out}",
         "cache=false",
         file_limit=20_000,
@@ -107,19 +112,14 @@ def test_an_error_exit_waits_for_the_pools_thread_and_says_one_line(tmp_path):
     # pipe of a pool thread that was closing it (OSError: Bad file descriptor). The
     # killed pool's thread must have ended before the process exits.
     out = tmp_path / "sweep"
-    args = [*SMALL, "workload.bytes_per_pe=4096,8192", "workload.seed=range(0,40)"]
-    proc = run_cli(
+    proc = kernbench(
         tmp_path,
-        [
-            sys.executable,
-            "-c",
-            SLOW_POOL_THREAD,
-            "-m",
-            *args,
-            f"hydra.sweep.dir={out}",
-            "cache=false",
-        ],
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000)),
+        "-m",
+        *LOG_PAST_20_KB,
+        f"hydra.sweep.dir={out}",
+        "cache=false",
+        file_limit=20_000,
+        entry=("-c", SLOW_POOL_THREAD),
     )
     assert proc.returncode == 1
     assert one_error(proc.stderr) == (
