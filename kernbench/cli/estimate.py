@@ -3,8 +3,11 @@ warning or a refusal before one that would not fit in memory (issue 39).
 
 A stream run of ``workload.access_bytes=1`` over 64 MiB per PE is 67 million DMA
 accesses: hours of simulation that used to start without a word. Before a run whose
-access (stream) or command (GQA) count passes :data:`WARN_FROM`, ``kernbench`` prints
-the count and the wall time it should take at the cost per access measured here.
+access (stream) or command (GQA) count passes :data:`WARN_FROM`, or whose time at the
+cost per access measured here passes :data:`WARN_AFTER_S`, ``kernbench`` prints the
+count and that time. The cost per access is flat but for one case: a ``uniform``
+stream under the fair fabric, whose solver component is every PE in flight
+(:data:`FAIR_UNIFORM_S`): 64 accesses on each of 1,024 PEs take over a minute.
 
 A stream run's peak memory grows with the PEs it runs on and the routes each uses,
 with the targets ``uniform`` draws and with the op log (:func:`memory_terms`). Past
@@ -30,6 +33,16 @@ WARN_FROM = 10**7
 # access), 11 us per GQA command (each expands into ~5 pipeline stages).
 SECONDS_PER_ACCESS = {"n_to_one": 4.9e-6, "one_to_one": 13.4e-6}
 SECONDS_PER_COMMAND = 11e-6
+# A `uniform` stream under `sim.fabric=fair`: once its PEs span cubes every request in
+# flight shares a link with the others, so each recomputation fills the whole system.
+# Measured (compiled, 256 B, 4 in flight; docs/explanation/speed.md), per access: 1:1
+# 180 us on 256 PEs and 1,309 us on 1,024 (n:1 168 and 1,077) once each PE has run
+# some 32 accesses; 359 us on 1,024 PEs of 8 accesses each. Added to the flat cost:
+# FAIR_UNIFORM_S x PEs^1.5 (164 and 1,311 us), scaled down for a PE's first
+# FAIR_RAMP_ACCESSES (328 us at 8).
+FAIR_UNIFORM_S = 0.04e-6
+FAIR_RAMP_ACCESSES = 32
+WARN_AFTER_S = 60.0
 # Commands per KV tile (DESIGN §5: opt3 10, opt2 2).
 COMMANDS_PER_TILE = {"gqa_opt3": 10, "gqa_opt2": 2}
 
@@ -59,8 +72,10 @@ def work(cfg: Any) -> tuple[int, str, float] | None:
     if w.name == "stream":
         pes = total_pes if str(w.active_pes) == "all" else int(w.active_pes)
         per_pe = -(-w.bytes_per_pe // w.access_bytes) * (2 if w.op.value == "copy" else 1)
-        mode = topo.cube.memory_map.hbm_mapping_mode.value
-        return per_pe * pes, "DMA accesses", SECONDS_PER_ACCESS[mode]
+        each = SECONDS_PER_ACCESS[topo.cube.memory_map.hbm_mapping_mode.value]
+        if w.pattern.value == "uniform" and cfg.sim.fabric.value == "fair":
+            each += FAIR_UNIFORM_S * pes**1.5 * min(1.0, per_pe / FAIR_RAMP_ACCESSES)
+        return per_pe * pes, "DMA accesses", each
     if w.name in COMMANDS_PER_TILE:
         tiles = GqaShape.of(w).n_tiles
         per_pe = tiles * COMMANDS_PER_TILE[w.name] + PROLOGUE_COMMANDS + EPILOGUE_COMMANDS
@@ -69,11 +84,14 @@ def work(cfg: Any) -> tuple[int, str, float] | None:
 
 
 def warning(cfg: Any) -> str | None:
-    """The warning line for a run past :data:`WARN_FROM`, else None."""
+    """The warning line for a run past :data:`WARN_FROM` or :data:`WARN_AFTER_S`,
+    else None."""
     found = work(cfg)
-    if found is None or found[0] < WARN_FROM:
+    if found is None:
         return None
     count, what, each = found
+    if count < WARN_FROM and count * each < WARN_AFTER_S:
+        return None
     return (
         f"kernbench: warning: {count:,} {what} to simulate, about {_duration(count * each)}"
         f" of wall time at ~{each * 1e6:.1f} us each (Ctrl-C stops it)"
