@@ -272,3 +272,28 @@ def test_what_recomputations_cover_at_16_and_1024_pes(pattern):
             f" {per_solve:.1f} queues each"
         )
         assert per_solve <= pes * 4 * 8
+
+
+def test_uniform_under_fair_per_access_at_scale():
+    """What the targets above leave out: ``uniform`` under ``fair``, CPU per access
+    without set-up (the slope between 8 and 24 accesses of 256 B per PE), at 64, 256
+    and 1,024 PEs, beside the run-time warning's estimate (kernbench.cli.estimate:
+    the flat cost plus ``FAIR_UNIFORM_S`` x PEs^1.5). Once the PEs span cubes, the
+    solver's component is every request in flight, so the cost grows faster than the
+    PEs; asserted: from 256 to 1,024 PEs more than x2 (x4 PEs)."""
+    print()
+    for mapping in ("1:1", "n:1"):
+        slope = {}
+        for pes in (64, 256, 1024):
+            costs = []
+            for accesses in (8, 24):
+                seconds, row = cpu_s(scaled(pes, "uniform", mapping, per_pe=accesses * 256))
+                costs.append((seconds, row["accesses"]))
+            (s0, n0), (s1, n1) = costs
+            slope[pes] = (s1 - s0) / (n1 - n0)
+            _, _, each = estimate.work(scaled(pes, "uniform", mapping, per_pe=32 * 256))
+            print(
+                f"uniform fair {mapping} {pes:>5} PEs, {kernbench.build()}: "
+                f"{slope[pes] * 1e6:8.1f} us per access (the estimate: {each * 1e6:.1f} us)"
+            )
+        assert slope[1024] > 2 * slope[256]

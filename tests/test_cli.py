@@ -25,12 +25,12 @@ from kernbench.cli.keys import schema_keys
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import job_config_yaml
 from kernbench.config.flatten import flatten
-from kernbench.config.schema import FabricModel, StreamPattern
+from kernbench.config.schema import FabricModel
 from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig, conf_dir, register_configs
-from kernbench.config.validate import validate
 from kernbench.errors import ConfigError
 from kernbench.units import unit_of
 from tests.support import make_cfg
+from tests.test_estimate_memory import big
 
 register_configs()
 
@@ -336,32 +336,20 @@ def test_no_warning_below_the_threshold():
     assert "16,777,216 DMA accesses" in warning(make_cfg(access_bytes=8, op="copy"))
 
 
-def uniform_cfg(shape: tuple[int, int, int], accesses: int, fabric: str = "fair"):
-    """A 1:1 ``uniform`` stream of ``accesses`` reads of 256 B per PE on ``shape``
-    (SIPs, cubes per SIP, PEs per cube), 8 HBM channels per PE."""
-    cfg = make_cfg(one_to_one=True, access_bytes=256, bytes_per_pe=accesses * 256,
-                   pattern=StreamPattern.uniform)  # fmt: skip
-    topo = cfg.topology
-    topo.n_sips, topo.cubes_per_sip, topo.pes_per_cube = shape
-    topo.cube.memory_map.hbm_pseudo_channels = 8 * topo.pes_per_cube
-    topo.cube.memory_map.hbm_channels_per_pe = None
-    cfg.sim = dataclasses.replace(cfg.sim, fabric=FabricModel(fabric))
-    return validate(cfg)
-
-
 def test_a_long_uniform_stream_under_fair_is_warned_of():
     """1,024 PEs x 64 accesses = 65,536 accesses, far under 10^7, but each costs the
     flat 13.4 us (1:1) plus 0.04 us x 1,024^1.5 = 1,310.72 us (the fair solver fills
     the whole system): 1,324.12 us, 86.8 s in all (measured: 71.5 s). Under
     ``reservation`` the flat cost alone, 0.9 s: no warning. 4,096 PEs x 4 accesses: a
     PE's first accesses cost an eighth of that term (4 of 32), 21.7 s: no warning."""
-    line = warning(uniform_cfg((4, 4, 64), 64))
-    assert line == (
+    fair = big("uniform", 4, 4, access_bytes=256, bytes_per_pe=64 * 256)
+    assert warning(fair) == (
         "kernbench: warning: 65,536 DMA accesses to simulate, about 87 s of wall time"
         " at ~1324.1 us each (Ctrl-C stops it)"
     )
-    assert warning(uniform_cfg((4, 4, 64), 64, "reservation")) is None
-    assert warning(uniform_cfg((4, 16, 64), 4)) is None
+    reservation = dataclasses.replace(fair.sim, fabric=FabricModel.reservation)
+    assert warning(dataclasses.replace(fair, sim=reservation)) is None
+    assert warning(big("uniform", 4, 16, access_bytes=256, bytes_per_pe=4 * 256)) is None
 
 
 def test_active_pes_is_text_in_every_row():

@@ -35,11 +35,11 @@ SECONDS_PER_ACCESS = {"n_to_one": 4.9e-6, "one_to_one": 13.4e-6}
 SECONDS_PER_COMMAND = 11e-6
 # A `uniform` stream under `sim.fabric=fair`: once its PEs span cubes every request in
 # flight shares a link with the others, so each recomputation fills the whole system.
-# Measured (compiled, 256 B, 4 in flight; docs/explanation/speed.md), per access: 1:1
-# 180 us on 256 PEs and 1,309 us on 1,024 (n:1 168 and 1,077) once each PE has run
-# some 32 accesses; 359 us on 1,024 PEs of 8 accesses each. Added to the flat cost:
-# FAIR_UNIFORM_S x PEs^1.5 (164 and 1,311 us), scaled down for a PE's first
-# FAIR_RAMP_ACCESSES (328 us at 8).
+# Measured (compiled, 256 B, 4 in flight; docs/explanation/speed.md), per access, the
+# slope from 8 to 24 accesses per PE: 1:1 180 us on 256 PEs and 1,309 us on 1,024
+# (n:1 168 and 1,077); a whole run of 8 accesses per PE on 1,024, 359 us. Added to
+# the flat cost: FAIR_UNIFORM_S x PEs^1.5 (164 and 1,311 us), scaled down over a PE's
+# first FAIR_RAMP_ACCESSES (328 us at 8).
 FAIR_UNIFORM_S = 0.04e-6
 FAIR_RAMP_ACCESSES = 32
 WARN_AFTER_S = 60.0
