@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from kernbench.cli.estimate import SECONDS_PER_ACCESS, WARN_FROM, warning
+from kernbench.cli.estimate import SECONDS_PER_ACCESS, WARN_FROM, warning, work
 from kernbench.cli.help import (
     MEANING_INDENT,
     _option_node,
@@ -25,7 +25,7 @@ from kernbench.cli.keys import schema_keys
 from kernbench.cli.precheck import UsageError, check_overrides
 from kernbench.cli.show_config import job_config_yaml
 from kernbench.config.flatten import flatten
-from kernbench.config.schema import FabricModel
+from kernbench.config.schema import AddressModel, FabricModel
 from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig, conf_dir, register_configs
 from kernbench.errors import ConfigError
 from kernbench.units import unit_of
@@ -339,17 +339,43 @@ def test_no_warning_below_the_threshold():
 def test_a_long_uniform_stream_under_fair_is_warned_of():
     """1,024 PEs x 64 accesses = 65,536 accesses, far under 10^7, but each costs the
     flat 13.4 us (1:1) plus 0.04 us x 1,024^1.5 = 1,310.72 us (the fair solver fills
-    the whole system): 1,324.12 us, 86.8 s in all (measured: 71.5 s). Under
-    ``reservation`` the flat cost alone, 0.9 s: no warning. 4,096 PEs x 4 accesses: a
-    PE's first accesses cost an eighth of that term (4 of 32), 21.7 s: no warning."""
+    the whole system) plus 0.15 us x 1 recomputation x 4,096 queues in flight (4 per
+    PE, one channel each) x 256 / 16,384 (an access that short is mostly in latency)
+    = 9.6 us: 1,333.72 us, 87.4 s in all (measured: 71.5-131 s). Under
+    ``reservation`` the flat cost alone, 0.9 s: no warning. 4,096 PEs x 4 accesses:
+    a PE's first accesses cost an eighth of the system's term (4 of 32), 21.8 s: no
+    warning."""
     fair = big("uniform", 4, 4, access_bytes=256, bytes_per_pe=64 * 256)
     assert warning(fair) == (
         "kernbench: warning: 65,536 DMA accesses to simulate, about 87 s of wall time"
-        " at ~1324.1 us each (Ctrl-C stops it)"
+        " at ~1333.7 us each (Ctrl-C stops it)"
     )
     reservation = dataclasses.replace(fair.sim, fabric=FabricModel.reservation)
     assert warning(dataclasses.replace(fair, sim=reservation)) is None
     assert warning(big("uniform", 4, 16, access_bytes=256, bytes_per_pe=4 * 256)) is None
+
+
+def test_a_uniform_stream_of_large_1_1_accesses_under_fair_is_warned_of():
+    """64 PEs (one cube) x 64 accesses of 64 KiB, 1:1 over 8 channels, VA: 4,096
+    accesses, each split at its 16 pages into 16 x 8 = 128 requests, each a
+    recomputation covering the 64 x 4 x 8 = 2,048 queues in flight: 0.15 us x 128 x
+    2,048 = 39,321.6 us, plus 13.4 flat and 0.04 x 64^1.5 = 20.48: 39,355.48 us each,
+    161 s, "about 3 min" (measured: 28.4 ms an access, 116 s). Under PA the access is
+    8 requests, a sixteenth of that term: 2,491.5 us, 10 s, no warning (measured 2.2
+    ms). 4 KiB accesses over 4 MiB per PE are 1,024 each, 8 requests covering a quarter
+    of their term (4,096 / 16,384): 13.4 + 20.48 + 614.4 = 648.28 us, 42.5 s, no
+    warning (measured: 132 us an access)."""
+    va = big("uniform", 1, 1, access_bytes=65536, bytes_per_pe=64 * 65536)
+    assert warning(va) == (
+        "kernbench: warning: 4,096 DMA accesses to simulate, about 3 min of wall time"
+        " at ~39355.5 us each (Ctrl-C stops it)"
+    )
+    pa = dataclasses.replace(va, address=dataclasses.replace(va.address, model=AddressModel.pa))
+    assert warning(pa) is None
+    assert work(pa)[2] == pytest.approx((13.4 + 20.48 + 0.15 * 8 * 2048) * 1e-6, rel=1e-12)
+    small = big("uniform", 1, 1, access_bytes=4096, bytes_per_pe=4 << 20)
+    assert warning(small) is None
+    assert work(small)[2] == pytest.approx((13.4 + 20.48 + 614.4) * 1e-6, rel=1e-12)
 
 
 def test_active_pes_is_text_in_every_row():

@@ -6,8 +6,10 @@ accesses: hours of simulation that used to start without a word. Before a run wh
 access (stream) or command (GQA) count passes :data:`WARN_FROM`, or whose time at the
 cost per access measured here passes :data:`WARN_AFTER_S`, ``kernbench`` prints the
 count and that time. The cost per access is flat but for one case: a ``uniform``
-stream under the fair fabric, whose solver component is every PE in flight
-(:data:`FAIR_UNIFORM_S`): 64 accesses on each of 1,024 PEs take over a minute.
+stream under the fair fabric, whose solver component is every request in flight, so
+each recomputation of rates costs what the whole run has in flight
+(:func:`fair_uniform_s`): 64 accesses of 256 B on each of 1,024 PEs take over a
+minute, and so do 64 accesses of 64 KiB 1:1 on each of 64 PEs.
 
 A stream run's peak memory grows with the PEs it runs on and the routes each uses,
 with the targets ``uniform`` draws and with the op log (:func:`memory_terms`). Past
@@ -42,6 +44,18 @@ SECONDS_PER_COMMAND = 11e-6
 # first FAIR_RAMP_ACCESSES (328 us at 8).
 FAIR_UNIFORM_S = 0.04e-6
 FAIR_RAMP_ACCESSES = 32
+# And what an access's size adds (docs/explanation/speed.md, measured the same way on
+# 16 to 256 PEs, 1 to 64 KiB): a recomputation costs 0.09-0.21 us per queue it covers
+# (FAIR_QUEUE_SOLVE_S), it covers about every queue in flight (a PE's accesses in
+# flight x the queues each spreads over: a 1:1 access, a queue per channel it
+# touches), and an access spread over several queues costs a recomputation per
+# request it is split into (each request's successor passes its other queues' heads
+# and may reorder them: VA splits at every page, so a 64 KiB 1:1 access is 16 pages x
+# 8 channels = 128 requests and recomputations); an access in one queue, one. An
+# access under FAIR_FULL_BYTES spends most of its life in latency, not draining, so
+# it is in fewer recomputations, in proportion.
+FAIR_QUEUE_SOLVE_S = 0.15e-6
+FAIR_FULL_BYTES = 16 << 10
 WARN_AFTER_S = 60.0
 # Commands per KV tile (DESIGN §5: opt3 10, opt2 2).
 COMMANDS_PER_TILE = {"gqa_opt3": 10, "gqa_opt2": 2}
@@ -74,13 +88,33 @@ def work(cfg: Any) -> tuple[int, str, float] | None:
         per_pe = -(-w.bytes_per_pe // w.access_bytes) * (2 if w.op.value == "copy" else 1)
         each = SECONDS_PER_ACCESS[topo.cube.memory_map.hbm_mapping_mode.value]
         if w.pattern.value == "uniform" and cfg.sim.fabric.value == "fair":
-            each += FAIR_UNIFORM_S * pes**1.5 * min(1.0, per_pe / FAIR_RAMP_ACCESSES)
+            each += fair_uniform_s(cfg, pes, per_pe)
         return per_pe * pes, "DMA accesses", each
     if w.name in COMMANDS_PER_TILE:
         tiles = GqaShape.of(w).n_tiles
         per_pe = tiles * COMMANDS_PER_TILE[w.name] + PROLOGUE_COMMANDS + EPILOGUE_COMMANDS
         return per_pe * w.kv_heads, "commands", SECONDS_PER_COMMAND
     return None
+
+
+def fair_uniform_s(cfg: Any, pes: int, per_pe: int) -> float:
+    """What the fair solver adds per access of a ``uniform`` stream on ``pes`` PEs,
+    ``per_pe`` accesses each: the system's size (:data:`FAIR_UNIFORM_S`, ramped over a
+    PE's first accesses) and the access's (:data:`FAIR_QUEUE_SOLVE_S` x the
+    recomputations an access causes x the queues each covers)."""
+    w = cfg.workload
+    system = FAIR_UNIFORM_S * pes**1.5 * min(1.0, per_pe / FAIR_RAMP_ACCESSES)
+    queues = _channels_per_access(cfg)  # one per channel (1:1), else one
+    solves = 1
+    if queues > 1:  # one per request: VA splits it at every page, per channel
+        pages = 1
+        if cfg.address.model.value == "va":
+            page = cfg.topology.pe_mmu.page_size
+            pages = -(-(w.access_bytes + w.align_offset_bytes % page) // page)
+        solves = pages * queues
+    in_flight = pes * min(w.outstanding, per_pe) * queues
+    draining = min(1.0, w.access_bytes / FAIR_FULL_BYTES)
+    return system + FAIR_QUEUE_SOLVE_S * solves * in_flight * draining
 
 
 def warning(cfg: Any) -> str | None:
@@ -148,14 +182,21 @@ def _routes_per_pe(cfg: Any, accesses: int, total: int) -> int:
     copy; at most the topology's routers."""
     w, mm = cfg.workload, cfg.topology.cube.memory_map
     n = mm.hbm_channels_per_pe or 1
-    channels = 1
-    if mm.hbm_mapping_mode.value == "one_to_one":
-        spread = w.access_bytes + w.align_offset_bytes % mm.interleave_bytes
-        channels = min(n, -(-spread // mm.interleave_bytes))
+    channels = _channels_per_access(cfg)
     targets = min(accesses, total) if w.pattern.value == "uniform" else 1
     ways = 2 if w.op.value == "copy" else 1
     routers = total * (n if mm.hbm_mapping_mode.value == "one_to_one" else 1)
     return ways * min(targets * channels, routers)
+
+
+def _channels_per_access(cfg: Any) -> int:
+    """The HBM channels one access touches: under 1:1, those its bytes (from its
+    offset in a granule) spread over, at most a PE's; under n:1, one."""
+    w, mm = cfg.workload, cfg.topology.cube.memory_map
+    if mm.hbm_mapping_mode.value != "one_to_one":
+        return 1
+    spread = w.access_bytes + w.align_offset_bytes % mm.interleave_bytes
+    return min(mm.hbm_channels_per_pe or 1, -(-spread // mm.interleave_bytes))
 
 
 def machine_bytes() -> int:
