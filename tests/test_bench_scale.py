@@ -46,6 +46,7 @@ from kernbench.config.validate import validate
 from kernbench.sim.fairshare import progressive_fill
 from kernbench.sim.system import System
 from kernbench.workloads import stream
+from tests.measured import record
 from tests.support import make_cfg
 from tests.test_bench_sim_speed import cpu_s_per_access, run_for_json, stream_cfg
 
@@ -285,6 +286,7 @@ def test_uniform_under_fair_per_access_at_scale():
     solver's component is every request in flight, so the cost grows faster than the
     PEs; asserted: from 256 to 1,024 PEs more than x2 (x4 PEs)."""
     print()
+    figures = {}
     for mapping in ("1:1", "n:1"):
         slope = {}
         for pes in (64, 256, 1024):
@@ -299,7 +301,16 @@ def test_uniform_under_fair_per_access_at_scale():
                 f"uniform fair {mapping} {pes:>5} PEs, {kernbench.build()}: "
                 f"{slope[pes] * 1e6:8.1f} us per access (the estimate: {each * 1e6:.1f} us)"
             )
+            figures[f"{mapping}, {pes:,} PEs: CPU per access (the warning's estimate)"] = (
+                f"{slope[pes] * 1e6:,.1f} us ({each * 1e6:,.1f} us)"
+            )
         assert slope[1024] > 2 * slope[256]
+    record(
+        "uniform_fair_by_pes",
+        "pytest -m benchmark -s tests/test_bench_scale.py -k per_access_at_scale",
+        figures,
+        writer="tests/test_bench_scale.py::test_uniform_under_fair_per_access_at_scale",
+    )
 
 
 def test_uniform_under_fair_per_access_by_access_size():
@@ -313,6 +324,7 @@ def test_uniform_under_fair_per_access_by_access_size():
     2026-12-05: 28.4 ms against 2.2 ms, 12.9x)."""
     print()
     slope = {}
+    figures = {}
     for model, size in (("va", 65536), ("pa", 65536), ("va", 16384), ("va", 4096)):
         costs = []
         for accesses in (4, 12):
@@ -327,4 +339,12 @@ def test_uniform_under_fair_per_access_by_access_size():
             f"uniform fair 1:1 64 PEs {model} {size:>6} B, {kernbench.build()}: "
             f"{slope[model, size] * 1e6:9.1f} us per access (the estimate: {each * 1e6:.1f} us)"
         )
+        label = f"{model.upper()}, {size // 1024} KiB: CPU per access (the warning's estimate)"
+        figures[label] = f"{slope[model, size] * 1e6:,.1f} us ({each * 1e6:,.1f} us)"
+    record(
+        "uniform_fair_by_access_size",
+        "pytest -m benchmark -s tests/test_bench_scale.py -k by_access_size",
+        figures,
+        writer="tests/test_bench_scale.py::test_uniform_under_fair_per_access_by_access_size",
+    )
     assert slope["va", 65536] > 8 * slope["pa", 65536]
