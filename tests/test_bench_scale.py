@@ -35,6 +35,7 @@ import gc
 import random
 import statistics
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -82,6 +83,13 @@ def cpu_s(cfg: KernBenchConfig) -> tuple[float, dict]:
     start = time.process_time()
     row = simulate.run_validated(cfg).metrics
     return time.process_time() - start, row
+
+
+def slope_s(cfg_for: Callable[[int], KernBenchConfig], accesses: tuple[int, int]) -> float:
+    """CPU seconds per access without set-up: the slope of :func:`cpu_s` between
+    ``cfg_for(a)`` and ``cfg_for(b)``, ``a`` and ``b`` accesses per PE."""
+    (s0, n0), (s1, n1) = [(s, row["accesses"]) for s, row in map(cpu_s, map(cfg_for, accesses))]
+    return (s1 - s0) / (n1 - n0)
 
 
 def in_fresh_process(pes: int, pattern: str, mapping: str, per_pe: int = 256) -> dict:
@@ -290,12 +298,10 @@ def test_uniform_under_fair_per_access_at_scale():
     for mapping in ("1:1", "n:1"):
         slope = {}
         for pes in (64, 256, 1024):
-            costs = []
-            for accesses in (8, 24):
-                seconds, row = cpu_s(scaled(pes, "uniform", mapping, per_pe=accesses * 256))
-                costs.append((seconds, row["accesses"]))
-            (s0, n0), (s1, n1) = costs
-            slope[pes] = (s1 - s0) / (n1 - n0)
+            slope[pes] = slope_s(
+                lambda n, pes=pes, mapping=mapping: scaled(pes, "uniform", mapping, n * 256),
+                (8, 24),
+            )
             _, _, each = estimate.work(scaled(pes, "uniform", mapping, per_pe=32 * 256))
             print(
                 f"uniform fair {mapping} {pes:>5} PEs, {kernbench.build()}: "
@@ -326,15 +332,12 @@ def test_uniform_under_fair_per_access_by_access_size():
     slope = {}
     figures = {}
     for model, size in (("va", 65536), ("pa", 65536), ("va", 16384), ("va", 4096)):
-        costs = []
-        for accesses in (4, 12):
-            cfg = scaled(64, "uniform", "1:1", accesses * size, model=model, access_bytes=size)
-            seconds, row = cpu_s(cfg)
-            costs.append((seconds, row["accesses"]))
-        (s0, n0), (s1, n1) = costs
-        slope[model, size] = (s1 - s0) / (n1 - n0)
-        cfg = scaled(64, "uniform", "1:1", 64 * size, model=model, access_bytes=size)
-        _, _, each = estimate.work(cfg)
+
+        def cfg_for(n: int, model: str = model, size: int = size) -> KernBenchConfig:
+            return scaled(64, "uniform", "1:1", n * size, model=model, access_bytes=size)
+
+        slope[model, size] = slope_s(cfg_for, (4, 12))
+        _, _, each = estimate.work(cfg_for(64))
         print(
             f"uniform fair 1:1 64 PEs {model} {size:>6} B, {kernbench.build()}: "
             f"{slope[model, size] * 1e6:9.1f} us per access (the estimate: {each * 1e6:.1f} us)"
