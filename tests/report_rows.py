@@ -22,10 +22,14 @@ def stream_columns(
     pattern: str | None = None,
     op: str | None = None,
     fabric: str | None = None,
+    address: str | None = None,
+    extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """A stream point's config columns, in the order a run writes them; a key given
     None is no column (a table from before it, or one a test leaves out). Channels per
-    PE follow from the pseudo-channels and PEs, as the config derives them."""
+    PE follow from the pseudo-channels and PEs, as the config derives them. ``address``
+    is the address model (``address.model``: pa, va, la); ``extra`` adds columns a
+    test sweeps by hand (``{"workload.outstanding": 2}``), after the others."""
     columns = {
         "topology.name": topology,
         "topology.pes_per_cube": pes,
@@ -33,6 +37,7 @@ def stream_columns(
         MM + "hbm_pseudo_channels": pseudo,
         MM + "hbm_channels_per_pe": pseudo // pes,
         MM + "interleave_bytes": interleave,
+        "address.model": address,
         "workload.name": "stream",
         "workload.access_bytes": access,
         "workload.align_offset_bytes": align,
@@ -40,6 +45,7 @@ def stream_columns(
         "workload.pattern": pattern,
         "workload.op": op,
         "sim.fabric": fabric,
+        **(extra or {}),
     }
     return {key: value for key, value in columns.items() if value is not None}
 

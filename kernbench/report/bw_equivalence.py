@@ -18,6 +18,17 @@ reservation model moves 1:1/n:1; the plots draw the ``fair`` rows. Rows written 
 the column existed came from the reservation model: a missing value reads
 ``reservation`` (a table without the column keeps none and reports as it did).
 
+Any other key that varies is a facet (:mod:`~kernbench.report.facets`): the address
+model (``address=pa,va,la``; ADR-0011 asks its question of each), or a key swept by
+hand (``workload.outstanding``). The claims above are checked per facet value, each
+naming it (``LA: ADR-0011: local aligned accesses: ...``), and the plots drawn per
+value (``bw_equivalence_ratio_la.png``); then one claim per facet key says whether its
+values agree on 1:1/n:1 within the tolerance, with the worst case and every
+configuration where they part. One address model is named once, above the claims and
+in the plots' titles. The heat map places the PE count, N, pattern and access size; a
+key it cannot place (the alignment offset, the granule) gets a plot of its own per
+value too.
+
 Claims count *distinct* configurations: rows that differ only in a key that changes
 no figure (e.g. 4 or 8 PEs each reading its own N = 8 channels) are one configuration.
 A claim with no row to test is NOT TESTED, never DOES NOT HOLD.
@@ -40,6 +51,17 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from kernbench.report.claims import Claim  # noqa: E402
+from kernbench.report.facets import (  # noqa: E402
+    NAMED,
+    and_list,
+    constant_names,
+    facet_keys,
+    named_once,
+    ordered,
+    sort_key,
+    split,
+    value_name,
+)
 from kernbench.report.formatting import format_value  # noqa: E402
 from kernbench.report.plots import save_figure, wrapped  # noqa: E402
 from kernbench.report.tables import (  # noqa: E402
@@ -72,6 +94,11 @@ FAIRNESS = "bw_fairness"
 FAIRNESS_MIN = "bw_fairness_min"
 # Where a configuration is, in the order the table is sorted and claims name it.
 LOCATION = (PES, CHANNELS_PER_PE, PATTERN, ACTIVE, ACCESS, ALIGN)
+# The keys the claims understand; any other key that varies is a facet.
+KNOWN = (MAPPING, *LOCATION, PSEUDO, GRANULE, OP, FABRIC)
+# The keys the plots place (a panel or marker, a heat-map row or column, the fair rows
+# of two fabric models); any other key that varies gets its own plots per value.
+PLACED = (MAPPING, PES, CHANNELS_PER_PE, PSEUDO, PATTERN, ACTIVE, ACCESS, OP, FABRIC)
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame | None:
@@ -80,8 +107,9 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     busiest link as a link class (:func:`link_class`; ``n:1 | 1:1`` where they differ)
     and, when the rows carry it, ``bw_fairness_min``. ``sim.fabric`` is a key like any
     other swept one, so n:1 pairs with 1:1 within one fabric model; rows are sorted by
-    it last, putting a configuration's two models side by side. None unless the table
-    holds stream rows under both mappings."""
+    it last, putting a configuration's two models side by side. A :data:`~kernbench.
+    report.facets.NAMED` key (the address model) is kept even when constant, so the
+    report can name it. None unless the table holds stream rows under both mappings."""
     if WORKLOAD not in df or MAPPING not in df or speed_sweep(df):
         return None
     ok = df[(df["status"] == STATUS_OK) & (df[WORKLOAD] == "stream")].copy()
@@ -95,16 +123,17 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     if FABRIC in ok:  # rows from before the column: the reservation model made them
         ok[FABRIC] = ok[FABRIC].fillna(RESERVATION).astype(str)
     keys = varying_config(ok, exclude=(MAPPING,)) or [ACCESS]
+    keys += [k for k in NAMED if k in ok and k not in keys]
     out = _with_fairness(_classify(_paired(ok, keys)), ok, keys)
-    # pseudo-channels = PEs x N; the granule and offset are in the access class
-    hidden = (GRANULE, PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO, OP)
+    # pseudo-channels = PEs x N; the op is in the pattern
+    hidden = (PATTERN, ACTIVE, CHANNELS_PER_PE, PSEUDO, OP)
     shown = [k for k in keys if k not in hidden]
     cols = [*shown, CHANNELS_PER_PE, PATTERN, ACTIVE, "access_class", N1, ONE, RATIO, BOTTLENECK]
     cols += [FAIRNESS_MIN] if FAIRNESS_MIN in out else []
     # the fabric model last, so a configuration's two models sit side by side
     others = [k for k in shown if k not in (*LOCATION, FABRIC)]
     order = [c for c in (*LOCATION, *others, FABRIC) if c in cols]
-    return out[cols].sort_values(order, kind="stable").reset_index(drop=True)
+    return out[cols].sort_values(order, kind="stable", key=sort_key).reset_index(drop=True)
 
 
 def _paired(ok: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -174,11 +203,40 @@ def distinct(rows: pd.DataFrame) -> int:
 
 
 def check(table: pd.DataFrame) -> list[Claim]:
-    """ADR-0011 on local aligned accesses, the n:1 bound, then per pattern: aligned and
-    misaligned agreement, worst difference and where, bottleneck links. With both
-    fabric models these are judged on the fair rows (the product's answer; mixing in
-    reservation rows would let the booking order decide them), and per pattern one
-    more claim says how far the reservation model moves 1:1/n:1."""
+    """Per facet value (:func:`facets`; the whole table when there is none), each claim
+    naming it: ADR-0011 on local aligned accesses, the n:1 bound, then per pattern:
+    aligned and misaligned agreement, worst difference and where, bottleneck links,
+    and with both fabric models how far the reservation model moves 1:1/n:1. Then,
+    per facet key, whether its values agree on 1:1/n:1 (:func:`_values_agree`)."""
+    claims = [f.named(c) for f in split(table, facets(table)) for c in _facet_claims(f.rows)]
+    return claims + [_values_agree(table, key) for key in facets(table)]
+
+
+def facets(table: pd.DataFrame) -> list[str]:
+    """The keys the claims are checked per value of: every varying key they do not
+    know (:data:`KNOWN`), e.g. the address model."""
+    return facet_keys(table, KNOWN)
+
+
+def lines(table: pd.DataFrame) -> list[str]:
+    """What the section says before its claims: the address model (its one value, or
+    that each has its own claims and plots), and any other key with claims or plots
+    per value (:func:`facets`, :data:`PLACED`), with its values."""
+    said = named_once(table)
+    claimed = facets(table)
+    for key in facet_keys(table, PLACED):
+        if key not in NAMED:
+            values = ", ".join(value_name(key, v) for v in ordered(table[key]))
+            what = "claims and plots" if key in claimed else "plots"
+            said.append(f"{key} varies: {what} per value ({values})")
+    return said
+
+
+def _facet_claims(table: pd.DataFrame) -> list[Claim]:
+    """The claims on the rows of one facet value. With both fabric models the mapping
+    claims are judged on the fair rows (the product's answer; mixing in reservation
+    rows would let the booking order decide them), and per pattern one more claim says
+    how far the reservation model moves 1:1/n:1."""
     if not both_models(table):
         return _mapping_claims(table)
     fair = table[table[FABRIC] == FAIR]
@@ -222,6 +280,75 @@ def _mapping_claims(table: pd.DataFrame) -> list[Claim]:
 
 # A configuration's figures; under both models they gain a _fair / _res suffix.
 FIGURES = (N1, ONE, RATIO, BOTTLENECK, FAIRNESS_MIN)
+# Configurations where a facet's values part that a claim names, before "and N more".
+NAMED_PARTINGS = 6
+
+
+def _values_agree(table: pd.DataFrame, key: str) -> Claim:
+    """Whether every value of facet ``key`` gives every configuration the same 1:1/n:1
+    within the tolerance (on the fair rows under both fabric models, as the mapping
+    claims), with the worst case: the configuration and the two values whose ratios
+    differ most (the first in named order on a tie); then where they part."""
+    rows = table[table[FABRIC] == FAIR] if both_models(table) else table
+    names = [value_name(key, v) for v in ordered(table[key])]
+    text = f"{and_list(names)} agree on the 1:1/n:1 ratio within {BW_EQUAL_TOL:.0%}"
+    wide = _across(rows, key, names)
+    if wide.empty:
+        return Claim(text, None, "no configuration under more than one of them, all else equal")
+    config = wide.drop(columns=names)
+    spread = wide[names].max(axis=1) - wide[names].min(axis=1)
+    at = spread.idxmax()
+    ratios = wide.loc[at, names]
+    pair = sorted({ratios.idxmax(), ratios.idxmin()}, key=names.index)
+    parted = config[spread > BW_EQUAL_TOL]
+    figures = [
+        f"{_distinct_across(wide, names)} distinct configurations under more than one of them",
+        f"largest difference of 1:1/n:1: {spread[at]:.4f}, "
+        + " against ".join(f"{n} {ratios[n]:.4f}" for n in pair)
+        + f" at {_location(config, at)}",
+        _partings(parted),
+    ]
+    claim = Claim(text, bool(parted.empty), "; ".join(figures))
+    return _on_fair(claim) if both_models(table) else claim
+
+
+def _across(rows: pd.DataFrame, key: str, names: list[str]) -> pd.DataFrame:
+    """One row per configuration present under more than one value of ``key`` (every
+    other column but the figures equal): its config columns, and 1:1/n:1 under each
+    value in a column named as the value is (``names``: ``PA``, ``outstanding=4``; a
+    value absent from these rows is a column of NaN). In the table's order, so claims
+    name configurations as the table lists them."""
+    config = [c for c in rows.columns if c not in (key, *FIGURES)]
+    named = rows.assign(**{key: [value_name(key, v) for v in rows[key]]})
+    wide = named.pivot_table(index=config, columns=key, values=RATIO, aggfunc="first", sort=False)
+    wide = wide.reindex(columns=names)
+    wide = wide[wide.count(axis=1) > 1]
+    wide.columns = list(wide.columns)
+    return wide.reset_index()
+
+
+def _distinct_across(wide: pd.DataFrame, names: list[str]) -> int:
+    """As :func:`distinct`, with each value's 1:1/n:1 as the figures and the other
+    facet keys (a PA and an LA row are two configurations) as inputs."""
+    inputs = [c for c in DISTINCT if c in wide] + facets(wide.drop(columns=names))
+    return len(wide.drop_duplicates([*inputs, *names]))
+
+
+def _partings(parted: pd.DataFrame) -> str:
+    """Where a facet's values part by more than the tolerance: every configuration (the
+    first :data:`NAMED_PARTINGS`, then how many more), or that they never do."""
+    if parted.empty:
+        return f"no configuration where they differ by more than {BW_EQUAL_TOL:.0%}"
+    where = [_location(parted, i) for i in parted.index[:NAMED_PARTINGS]]
+    more = len(parted) - len(where)
+    tail = f"; and {more} more" if more else ""
+    return (
+        f"they differ by more than {BW_EQUAL_TOL:.0%} at {len(parted)} configurations: "
+        + "; ".join(where)
+        + tail
+    )
+
+
 SUFFIX = {FAIR: "_fair", RESERVATION: "_res"}
 
 
@@ -309,10 +436,11 @@ def _where(rows: pd.DataFrame, index: int) -> str:
 
 
 def _location(rows: pd.DataFrame, index: int) -> str:
-    """Where row ``index`` is: its location keys, short names, values as typed."""
+    """Where row ``index`` is: its location keys (short names, values as typed), then
+    the value of each facet key that varies among ``rows`` (``LA``, ``outstanding=4``)."""
     row = rows.loc[index]
-    keys = [c for c in LOCATION if c in rows]
-    return ", ".join(f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}" for k in keys)
+    where = [f"{k.rsplit('.', 1)[-1]}={_fmt(row[k])}" for k in LOCATION if k in rows]
+    return ", ".join(where + [value_name(k, row[k]) for k in facets(rows)])
 
 
 def _fmt(value: object) -> str:
@@ -350,10 +478,21 @@ def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     traffic case and access size across, PE count and N down, of those that vary).
     With both fabric models they draw the fair rows, and their titles say so: a point
     or cell never mixes the models (the table and the booking-order claims hold the
-    reservation figures)."""
-    t = plotted(table)
-    note = " (fair fabric model)" if both_models(table) else ""
-    return [_scatter(t, out_dir / "bw_equivalence_bandwidth.png", note), _heat(t, out_dir, note)]
+    reservation figures). Per value of a key the plots do not place (:data:`PLACED`:
+    the address model, a key swept by hand, the alignment offset) the two are drawn
+    again, the value in the file name (``bw_equivalence_ratio_la.png``) and the title."""
+    paths = []
+    span = _span(plotted(table)[RATIO])  # one colour scale: the facets' maps compare
+    for facet in split(table, facet_keys(table, PLACED)):
+        t = plotted(facet.rows)
+        said = [facet.label, *constant_names(table)]
+        said += ["fair fabric model"] if both_models(facet.rows) else []
+        note = f" ({', '.join(s for s in said if s)})" if any(said) else ""
+        suffix = f"_{facet.slug}" if facet.slug else ""
+        scatter = out_dir / f"bw_equivalence_bandwidth{suffix}.png"
+        heat = out_dir / f"bw_equivalence_ratio{suffix}.png"
+        paths += [_scatter(t, scatter, note), save_figure(heat_figure(t, note, span), heat)]
+    return paths
 
 
 def plotted(table: pd.DataFrame) -> pd.DataFrame:
@@ -414,15 +553,20 @@ def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: li
     ax.set_ylabel("1:1 per-PE bandwidth (GB/s)", fontsize=9)
 
 
-def _heat(t: pd.DataFrame, out_dir: Path, note: str = "") -> Path:
-    return save_figure(heat_figure(t, note), out_dir / "bw_equivalence_ratio.png")
+def _span(ratios: pd.Series) -> tuple[float, float]:
+    """The heat map's colour range: the ratios', never narrower than the claims'
+    tolerance, so a cell within it stays pale however small the spread."""
+    low, high = float(np.nanmin(ratios)), float(np.nanmax(ratios))
+    return min(low, 1 - BW_EQUAL_TOL), max(high, 1 + BW_EQUAL_TOL)
 
 
-def heat_figure(t: pd.DataFrame, note: str = "") -> plt.Figure:
+def heat_figure(
+    t: pd.DataFrame, note: str = "", span: tuple[float, float] | None = None
+) -> plt.Figure:
     """1:1 / n:1 per configuration: one row per traffic case and access size, one
     column per PE count and N of those that vary; nothing folded (a cell is one
     configuration), the colours fitted to the figures and the tolerance (1 white: the
-    mappings agree).
+    mappings agree), or spanning ``span`` (the maps of several facets on one scale).
     Cases run down the page, so their labels read across, at full size."""
     sizes = ACCESS in t and t[ACCESS].nunique() > 1
     access = t[ACCESS] if sizes else t["size"]
@@ -433,10 +577,8 @@ def heat_figure(t: pd.DataFrame, note: str = "") -> plt.Figure:
     order = list(dict.fromkeys(t.sort_values(by, kind="stable")["line"]))
     grid = t.pivot_table(index="line", columns="shape", values=RATIO, aggfunc=_one).loc[order]
     values = grid.to_numpy(dtype=float)
-    # fitted to the figures, but never narrower than the claims' tolerance: a cell
-    # within it stays pale, however small the spread
-    low, high = float(np.nanmin(values)), float(np.nanmax(values))
-    norm = TwoSlopeNorm(1.0, vmin=min(low, 1 - BW_EQUAL_TOL), vmax=max(high, 1 + BW_EQUAL_TOL))
+    low, high = span or _span(t[RATIO])
+    norm = TwoSlopeNorm(1.0, vmin=low, vmax=high)
     width = 1.1 * values.shape[1] + 5.2
     fig, ax = plt.subplots(figsize=(width, 0.3 * values.shape[0] + 1.8), layout="constrained")
     image = ax.imshow(values, cmap="RdBu", norm=norm, aspect="auto")

@@ -70,6 +70,13 @@ def short_names(table: pd.DataFrame) -> pd.DataFrame:
     return table.rename(columns=names)
 
 
+def short_name(column: str) -> str:
+    """A dotted key named on its own as :func:`short_names` names a column: its last
+    part (``outstanding``), or its last two where the last says nothing alone
+    (``address.model``)."""
+    return _short(column, pd.Index([column]))
+
+
 def _short(column: str, columns: pd.Index) -> str:
     parts = column.split(".")
     for n in (1, 2):

@@ -1,7 +1,9 @@
 """A study: a (table, check, plot) triple the report runs on top of the general part.
 
 Each study module exposes ``table(df) -> DataFrame | None`` (None: these rows are not
-that study), ``check(table) -> list[Claim]`` and ``plot(table, out_dir) -> list[Path]``.
+that study), ``check(table) -> list[Claim]`` and ``plot(table, out_dir) -> list[Path]``,
+and may give ``lines(table) -> list[str]``: what its section says before the claims
+(bandwidth equivalence: the address model, which the claims then need not repeat).
 :data:`STUDIES` lists them; adding a study is one line here. A study that fails on
 an unusual grid costs its own section a one-line note, never the rest of the report.
 """
@@ -25,6 +27,7 @@ class Study:
     table: Callable[[pd.DataFrame], pd.DataFrame | None]
     check: Callable[[pd.DataFrame], list[Claim]]
     plot: Callable[[pd.DataFrame, Path], list[Path]]
+    lines: Callable[[pd.DataFrame], list[str]] = lambda table: []
 
 
 @dataclass
@@ -47,7 +50,13 @@ class Section:
 
 
 STUDIES: tuple[Study, ...] = (
-    Study("bandwidth equivalence", bw_equivalence.table, bw_equivalence.check, bw_equivalence.plot),
+    Study(
+        "bandwidth equivalence",
+        bw_equivalence.table,
+        bw_equivalence.check,
+        bw_equivalence.plot,
+        bw_equivalence.lines,
+    ),
     Study("dispatch ratio", dispatch_ratio.table, dispatch_ratio.check, dispatch_ratio.plot),
     Study("simulator speed", sim_speed.table, sim_speed.check, sim_speed.plot),
     Study("Pareto front", pareto.table, pareto.check, pareto.plot),
@@ -64,6 +73,7 @@ def study_section(study: Study, df: pd.DataFrame, out_dir: Path) -> Section | No
         section = Section(f"{study.title} ({len(table)} configurations)")
         if "describe" in table.attrs:  # the Pareto front's counts, as the sweep said them
             section.lines = [f"front: {table.attrs['describe']}"]
+        section.lines += study.lines(table)
         same = [c for c in table.columns if len(table) > 1 and table[c].astype(str).nunique() == 1]
         if same:
             section.details = [f"same in every row: {_pairs(table, same)}"]
