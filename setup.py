@@ -31,6 +31,7 @@ from setuptools import setup
 HOT = [
     "kernbench/commands.py",
     "kernbench/tl.py",
+    "kernbench/timebase.py",
     "kernbench/runtime/exec_paths.py",
     "kernbench/address/allocator.py",
     "kernbench/address/interleave.py",

@@ -3,7 +3,8 @@
 - Fair fabric, grouped joins: one ``start`` of several requests (a 1:1 access's channel
   requests) joins its flows in one event per join time; issuing the same requests one
   ``start`` each, back to back, joins them one event each. Same solves, same rates,
-  same stretches, same completions.
+  same stretches, same completions (no two requests of one access on one queue:
+  those share their access's age, which one ``start`` each would not give them).
 - Fair fabric, reuse (``reuse=False`` is the plain path): components kept until a
   queue enters or leaves, and rates kept by the queues and their age order. Every
   recomputation sees the same queues and gets the same rates.
@@ -54,7 +55,9 @@ def traffic(
         src, dst = rng.randrange(pes), rng.choice((0, 0, rng.randrange(pes)))
         picks = [(dst, k) for k in rng.sample(range(8), rng.choice((1, 4, 8)))]
         if rng.random() < 0.25:
-            picks.append((rng.randrange(pes), rng.randrange(8)))
+            extra = (rng.randrange(pes), rng.randrange(8))
+            if extra not in picks:  # one access's requests on one queue share an age
+                picks.append(extra)
         out.append((src, picks, rng.choice((256, 1024, 5000)), rng.choice((0.0, 0.0, 2.0, 30.0))))
     return out
 

@@ -15,6 +15,7 @@ import bisect
 
 from kernbench.address.sorted_tables import Ranged, SortedTables
 from kernbench.errors import AddressFault
+from kernbench.timebase import on_grid
 
 # (first VA page, end page, PA of the first page, end VA of the valid bytes)
 Run = tuple[int, int, int, int]
@@ -83,7 +84,7 @@ class PeMMU:
         self.page_size = page_size
         self.shift = page_size.bit_length() - 1
         self.mask = page_size - 1
-        self.tlb_overhead_ns = tlb_overhead_ns
+        self.tlb_overhead_ns = on_grid(tlb_overhead_ns)  # a multiple: exact sums
         self._index: SortedTables[PageTable] = SortedTables(_merged)
         self._last: Run = (0, 0, 0, 0)  # the run found last (empty at first)
         self._tensors: dict[int, tuple[int, str]] = {}  # VA base -> (end, name)

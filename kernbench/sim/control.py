@@ -51,6 +51,7 @@ from kernbench.sim.messages import (
     MmuMapMsg,
     MmuUnmapMsg,
 )
+from kernbench.timebase import on_grid
 from kernbench.topology.graph import Link, TopologyGraph
 from kernbench.topology.names import PeId, cube_node, sip_node
 
@@ -76,7 +77,7 @@ def transit_ns(links: tuple[Link, ...], size_bytes: int) -> float:
     each store and forward: its latency, then the whole message at its bandwidth."""
     total = 0.0
     for link in links:
-        total += link.latency_ns + size_bytes / link.bw_gbs
+        total += on_grid(link.latency_ns) + on_grid(size_bytes / link.bw_gbs)
     return total
 
 
@@ -88,7 +89,7 @@ class Component(Receiver):
     ) -> None:
         self.env = env
         self.name = name
-        self.processing_ns = processing_ns
+        self.processing_ns = on_grid(processing_ns)
         self.forward = forward
         self.inbox: simpy.Store = simpy.Store(env)
         self.handled = 0

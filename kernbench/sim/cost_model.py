@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from kernbench.commands import DmaReadCmd, DmaWriteCmd, GemmCmd, PeCommand, PeCpuOverheadCmd
 from kernbench.config.schema import PeCostModelConfig
+from kernbench.timebase import on_grid
 from kernbench.units import cycles_to_ns
 
 # Kinds whose logical_bytes is a constant (no variable-length tuples in them).
@@ -50,7 +51,7 @@ class DispatchCostModel:
             cycles = cmd.cycles  # type: ignore[union-attr]
         else:
             cycles = self.fixed_per_cmd_cycles + cmd.logical_bytes * self.byte_cycles_recip
-        known = (cycles, cycles_to_ns(cycles, self.clock_freq_ghz))
+        known = (cycles, on_grid(cycles_to_ns(cycles, self.clock_freq_ghz)))
         if kind in FIXED_SIZE:
             self._by_kind[kind] = known
         return known

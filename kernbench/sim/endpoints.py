@@ -20,6 +20,7 @@ from collections.abc import Callable
 import simpy
 
 from kernbench.sim.messages import ControlMsg
+from kernbench.timebase import on_grid
 from kernbench.topology.names import PeId
 
 # Lands a message on PEs of one cube, in order (the control plane's bookkeeping).
@@ -46,7 +47,7 @@ class CubeEndpoints(Receiver):
         land: Land,
     ) -> None:
         self.env = env
-        self.processing_ns = processing_ns
+        self.processing_ns = on_grid(processing_ns)
         self.wanted = wanted
         self.land = land
         self._waiting: dict[int, deque[ControlMsg]] = {}  # by PE: behind the one served

@@ -35,6 +35,7 @@ from operator import itemgetter
 from typing import Any, Final
 
 from kernbench.sim.engines import Stage
+from kernbench.timebase import on_grid
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import MemoryRoutes
 
@@ -80,7 +81,7 @@ class ReservationFabric(DataPlane):
         self.bw: list[float] = []
         self.free_at: list[float] = []
         self._carried: list[int] = []
-        self.access_latency_ns = access_latency_ns
+        self.access_latency_ns = on_grid(access_latency_ns)
         # Per resource: idle (start, end) stretches before free_at, sorted; how many have any.
         self.holes: dict[int, list[tuple[float, float]]] = {}
         self._holed = 0
@@ -145,14 +146,15 @@ class ReservationFabric(DataPlane):
             if route.top_id >= len(bw):
                 self._cover(route.top_id)  # in place: the lists above grow
             held = route.resources
+            way = on_grid(route.latency_ns)  # on the time grid, as every duration
             if route.reads:  # the data leaves once the request is out and served
-                ready, after = now + route.request_ns + access, 0.0
+                ready, after = now + on_grid(route.request_ns) + access, 0.0
             else:
                 ready, after = now, access
             if self._holed:
                 start = self._fit(held, nbytes, ready, now)
                 for i in held:
-                    self._take(i, start, start + nbytes / bw[i], now)
+                    self._take(i, start, start + on_grid(nbytes / bw[i]), now)
             else:
                 start = ready
                 for i in held:
@@ -162,12 +164,14 @@ class ReservationFabric(DataPlane):
                     free = free_at[i]
                     if free < start and now < start:  # idle until it starts: a hole
                         self._open(i, free if free > now else now, start)
-                    free_at[i] = start + nbytes / bw[i]
+                    free_at[i] = start + on_grid(nbytes / bw[i])
             for i in route.link_ids:
                 carried[i] += nbytes
             if log is not None:
-                log.extend((i, start, start + nbytes / bw[i], nbytes) for i in route.link_ids)
-            done = start + route.latency_ns + nbytes / route.min_bw_gbs + after
+                log.extend(
+                    (i, start, start + on_grid(nbytes / bw[i]), nbytes) for i in route.link_ids
+                )
+            done = start + way + on_grid(nbytes / route.min_bw_gbs) + after
             if done > end:
                 end = done
             if trace is not None:
@@ -181,7 +185,7 @@ class ReservationFabric(DataPlane):
         while moved:
             moved = False
             for i in links:
-                at = self._earliest(i, start, nbytes / self.bw[i], now)
+                at = self._earliest(i, start, on_grid(nbytes / self.bw[i]), now)
                 if at > start:
                     start, moved = at, True
         return start

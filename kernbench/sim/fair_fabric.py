@@ -50,8 +50,13 @@ lower bound it keeps as one of its parts: :class:`~kernbench.sim.flows.Transfer`
 Tracing or recording links turns the fast path off (every request becomes a flow,
 with the same times), so every flow is observed.
 
+One access's requests on one route are one flow (a descriptor: VA's pages of one
+channel, DESIGN §3.2 as revised for issue 54), so a requester's queues are aged by
+access. Every duration added to a time is on the grid of :mod:`kernbench.timebase`,
+so times are exact and a run started later is the same run, shifted.
+
 Ties between events at one instant run in the queue's key order (time, then the
-order they were scheduled in); queues are aged by a counter over requests in the
+order they were scheduled in); queues are aged by a counter over descriptors in the
 order they are issued, so identical inputs give identical rates, times and logs.
 """
 
@@ -75,6 +80,7 @@ from kernbench.sim.flows import (
     Transfer,
     draining,
 )
+from kernbench.timebase import on_grid
 from kernbench.topology.graph import TopologyGraph
 from kernbench.topology.routes import MemoryRoutes
 
@@ -105,7 +111,7 @@ class FairFabric(DataPlane):
         # Per-link lists cover the links of the routes seen so far (:meth:`_cover`).
         self.layout = graph.layout
         self.bw: list[float] = []
-        self.access_latency_ns = access_latency_ns
+        self.access_latency_ns = on_grid(access_latency_ns)
         self.events = events
         self.segments: list[tuple[tuple[int, ...], float, float, float]] | None = (
             [] if record else None
@@ -207,13 +213,16 @@ class FairFabric(DataPlane):
         if lane is None:
             lane = self._lane(routes, done)
         who, queues = lane.who, lane.queues
-        end = -1.0  # none yet
-        flows = 0
-        seq = self._seq
-        last: Flow | None = None  # the last flow scheduled to join, if nothing since
-        last_at = 0.0
+        # One descriptor per route (DESIGN §3.2, age by access): the access's requests on
+        # one queue (VA splits a 64 KiB 1:1 access at every page: 16 per channel) drain
+        # as one flow of their bytes, as a DMA serving a descriptor in order moves them;
+        # a page boundary is a translation, not a new request to arbitrate. So a PE's
+        # queues are aged by access, PA, VA and LA with the same placement drain alike,
+        # and a page's successor does not reorder its requester's queues (a
+        # recomputation each: 92 per VA access against 6 under PA).
+        access = self._seq + 1  # marks the queues this access reaches
+        reached: list[Queue] = []
         for req in requests:
-            nbytes = req[2]
             queue = queues.get(req[0])
             if queue is None:
                 route = routes[req[0]]
@@ -222,11 +231,28 @@ class FairFabric(DataPlane):
                 queue.uses = self._uses_of(queue.links)
                 queues[req[0]] = queue
                 who.queues.append(queue)
+            if queue.access != access:
+                queue.access = access
+                queue.gathered = req[2]
+                reached.append(queue)
+                if trace is not None:
+                    queue.pieces = [req]
+            else:
+                queue.gathered += req[2]
+                if queue.pieces is not None:
+                    queue.pieces.append(req)
+        end = -1.0  # none yet
+        flows = 0
+        seq = self._seq
+        last: Flow | None = None  # the last flow scheduled to join, if nothing since
+        last_at = 0.0
+        for queue in reached:
+            nbytes = queue.gathered
             queue.moved += nbytes
             seq += 1
             if not who.fluid and (queue.holds or (self._fast and self._alone(queue, now))):
                 start = issue if issue > queue.free_at else queue.free_at
-                hold = nbytes / queue.cap
+                hold = on_grid(nbytes / queue.cap)
                 queue.free_at = start + hold
                 drained = queue.free_at + queue.latency  # (as draining() sums it)
                 if drained > who.drained_at:
@@ -241,10 +267,9 @@ class FairFabric(DataPlane):
                 last = None  # _share schedules events: later flows join after them
                 self._share(queue, now)
             flows += 1
-            # The request goes along only to be traced: the compiled build holds it
-            # unboxed here, and boxing it again for every flow made a tuple each time.
-            traced = req if trace is not None else None
-            flow = Flow(seq, queue, nbytes, transfer, done, traced, trace)
+            # Its requests go along only to be traced.
+            flow = Flow(seq, queue, nbytes, transfer, done, queue.pieces, trace)
+            queue.pieces = None
             queue.waiting += 1
             at = issue + queue.latency
             if last is not None and at == last_at:
@@ -413,8 +438,9 @@ class FairFabric(DataPlane):
             transfer.parts -= 1
         else:
             self.events.schedule(now + queue.tail, flow.done, transfer)
-        if flow.trace is not None and flow.req is not None:
-            flow.trace(flow.req, flow.began, now + queue.tail)
+        if flow.trace is not None and flow.reqs is not None:
+            for req in flow.reqs:  # one row per request, each as its descriptor drained
+                flow.trace(req, flow.began, now + queue.tail)
         if head is None:
             queue.back = None
             self._leave(queue)
@@ -701,7 +727,7 @@ class FairFabric(DataPlane):
             flow.began = now - flow.queue.hop
         flow.rate, flow.since = rate, now
         if rate > 0.0:
-            self._complete_at(flow, now + flow.left / rate)
+            self._complete_at(flow, now + on_grid(flow.left / rate))
         else:
             flow.end_at = INFINITY
 

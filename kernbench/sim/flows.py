@@ -19,6 +19,7 @@ from typing import Final
 
 from kernbench.sim.engines import Stage
 from kernbench.sim.fabric import PhysicalRequest, TraceCall
+from kernbench.timebase import on_grid
 from kernbench.topology.routes import MemoryRoutes, Route
 
 INFINITY: Final = float("inf")
@@ -50,7 +51,7 @@ class Flow:
         "began",
         "transfer",
         "done",
-        "req",
+        "reqs",
         "trace",
         "then",
         "behind",
@@ -63,7 +64,7 @@ class Flow:
         nbytes: int,
         transfer: Transfer,
         done: Done,
-        req: PhysicalRequest | None,
+        reqs: list[PhysicalRequest] | None,
         trace: TraceCall | None,
     ) -> None:
         self.seq = seq
@@ -82,7 +83,7 @@ class Flow:
         self.began = INFINITY  # when it first drained (minus its latency: see trace)
         self.transfer = transfer
         self.done = done
-        self.req = req
+        self.reqs = reqs  # the requests it carries, when traced
         self.trace = trace
         self.then: Flow | None = None  # joins in the same event, right after it
         # The next joined flow of its queue: a queue's joined flows are a chain from its
@@ -113,6 +114,9 @@ class Queue:
         "holds",
         "stamp",
         "head",
+        "access",
+        "gathered",
+        "pieces",
         "ranked_head",
         "ranked_in",
         "younger",
@@ -136,13 +140,15 @@ class Queue:
         # last byte's drain until it completes (``tail``): a write pays its way out,
         # then the memory's access; a read (DESIGN §13.1) its request's way out, the
         # access and its data's way back, then nothing.
+        # On the time grid (kernbench.timebase), as every duration added to a time.
+        way = on_grid(route.latency_ns)
         if route.reads:
-            self.latency = route.request_ns + access_ns + route.latency_ns
+            self.latency = on_grid(route.request_ns) + access_ns + way
             self.tail = 0.0
         else:
-            self.latency = route.latency_ns
+            self.latency = way
             self.tail = access_ns
-        self.hop = route.latency_ns  # its bytes' own way: a trace's start is a drain minus it
+        self.hop = way  # its bytes' own way: a trace's start is a drain minus it
         self.cap = route.min_bw_gbs
         self.requester = who.name
         self.rid = who.rid  # its requester's number (the solver's name for it)
@@ -154,6 +160,11 @@ class Queue:
         self.holds = False  # holds every link of its route for arithmetic bookings
         self.stamp = 0  # the last component search that found it
         self.head = 0  # its age: its oldest joined request's sequence number
+        # The access that last reached it (FairFabric.start's mark), the bytes of that
+        # access's requests on it (one descriptor) and, when traced, those requests.
+        self.access = 0
+        self.gathered = 0
+        self.pieces: list[PhysicalRequest] | None = None
         # Its head in the last fill that covered it, that fill's age order, and its
         # requester's queue just younger in it.
         self.ranked_head = 0

@@ -31,6 +31,7 @@ from kernbench.commands import (
 )
 from kernbench.sim.engines import READ, WRITE, Engine, Stage
 from kernbench.sim.oplog import OpLog
+from kernbench.timebase import on_grid
 
 
 class Job:
@@ -331,9 +332,9 @@ class PeScheduler:
     def _compute_stage(self, cmd: PeCommand, job: Job) -> Stage:
         """The one stage of a primitive compute command."""
         if type(cmd) is GemmCmd:
-            return Stage(self.engines["gemm"], job, cmd.flops * self.gemm_ns_per_flop)
+            return Stage(self.engines["gemm"], job, on_grid(cmd.flops * self.gemm_ns_per_flop))
         if type(cmd) is MathCmd:
-            return Stage(self.engines["math"], job, cmd.elements * self.math_ns_per_elem)
+            return Stage(self.engines["math"], job, on_grid(cmd.elements * self.math_ns_per_elem))
         raise TypeError(f"PE_SCHEDULER cannot run {type(cmd).__name__}")
 
     def _op_work(self, op: OpSpec, tiles: int) -> tuple[Engine, float]:
@@ -341,9 +342,9 @@ class PeScheduler:
         if op.kind == "gemm":
             x = op.extra
             flops = 2 * int(x["m"]) * int(x["n"]) * int(x["k"])
-            return self.engines["gemm"], flops * self.gemm_ns_per_flop / tiles
+            return self.engines["gemm"], on_grid(flops * self.gemm_ns_per_flop / tiles)
         ns = max(h.elements for h in op.handles) * self.math_ns_per_elem / tiles
-        return self.engines["math"], ns
+        return self.engines["math"], on_grid(ns)
 
     def _expand_composite(self, cmd: CompositeCmd, job: Job) -> list[Stage]:
         """Per tile: DMA reads -> ops in order -> DMA writes, over B staging buffers."""
