@@ -28,13 +28,14 @@ and rises again costs one event (``_complete_at``); a stale event is skipped whe
 The flows of one DMA stage but the last to drain complete at their drain, with no
 event: completion is the same time after the last byte for every flow of a stage (an
 access latency for a write, none for a read).
-Two things are kept between recomputations, both exact: the component each link was
-found in, until a queue enters or leaves (a hotspot's recomputations in between, where
-a queue's new head moves in its requester's age order, cover the same one); and the
-rates, by the queues they were solved for in age order (progressive filling is a
-function of those and of the fixed bandwidths, and a hotspot meets the same orders
-again and again). The flows of one issue that join at one time (a 1:1 access's
-channel requests) join in one event.
+Two things are kept between recomputations, both exact: components, which queues join
+as they enter (merging those they connect) and leave, never split (a fill of
+unconnected components together gives each its own fill's rates, so a component that
+holds more than the connected queues is exact, only larger; no search of the component
+at each entry or exit); and the rates, by the queues they were solved for in age order
+(progressive filling is a function of those and of the fixed bandwidths, and a hotspot
+meets the same orders again and again). The flows of one issue that join at one time
+(a 1:1 access's channel requests) join in one event.
 
 The fast path: a requester (a PE's DMA) whose every queue has its links to itself is
 exactly FIFO per queue at its route's narrowest bandwidth, so it is booked
@@ -147,12 +148,7 @@ class FairFabric(DataPlane):
         self._run: list[Flow] = []
         self._run_key = -2
         self._run_at = -1.0
-        # The component each link was last found in, while the layout (which queues
-        # have joined flows) is the one it was found under: between a queue's entering
-        # and leaving, a hotspot's recomputations (a queue's new head moving in its
-        # requester's age order) all cover one component, found once.
-        self._layout = 0  # bumped when a queue enters or leaves
-        self._searches = 0
+        self._searches = 0  # fresh searches (the definition's, reuse off)
 
     def _cover(self, top: int) -> None:
         """Lengthen the per-link lists, in place, to cover link ``top`` (at least
@@ -494,21 +490,65 @@ class FairFabric(DataPlane):
         return True
 
     def _enter(self, queue: Queue) -> None:
-        """``queue`` has a joined flow now."""
-        self._layout += 1
-        self._joined[queue.rid].append(queue)
+        """``queue`` has a joined flow now: it joins the component of its links and of
+        its requester's other joined queues (age priority couples them), those
+        components merging into the largest when it joins several. A component is
+        never split when a queue leaves: filling a union of unconnected components
+        gives each the rates a fill of its own does (:meth:`_solve`), and at 256 PEs
+        streaming ``uniform`` every queue in flight is connected anyway, so searching
+        the component anew at every entry and exit (what this replaced) walked some
+        8,000 queues each time: a fifth of a run."""
+        joined = self._joined[queue.rid]
+        into: Component | None = None
+        merged: list[Component] = []
+        for use in queue.uses:
+            comp = use.comp
+            if comp is not None and comp is not into and comp not in merged:
+                merged.append(comp)
+                if into is None or len(comp.queues) > len(into.queues):
+                    into = comp
+        for mate in joined:
+            comp = mate.comp
+            if comp is not None and comp is not into and comp not in merged:
+                merged.append(comp)
+                if into is None or len(comp.queues) > len(into.queues):
+                    into = comp
+        if into is None:
+            into = Component([])
+        for comp in merged:
+            if comp is not into:
+                into.queues.extend(comp.queues)
+                into.order = None  # merged: sorted anew
+                for other in comp.queues:
+                    other.comp = into
+                    for use in other.uses:
+                        use.comp = into
+        joined.append(queue)
+        queue.comp = into
+        into.queues.append(queue)
+        into.same = False
+        if into.order is not None:
+            into.order.append(queue)
+            queue.ranked_head = -1  # a head it cannot have: sorted in as moved
         for use in queue.uses:
             use.on.append(queue)
+            use.comp = into
 
     def _leave(self, queue: Queue) -> None:
-        """``queue`` has no joined flow any more. It lets go of the order of its last
-        fill (a queue that comes back has a new head: it is sorted anyway), and a link
-        it leaves empty lets go of its component (no search starts from an empty
-        link). What idle queues and links held of old components grew with the run:
-        1:1 ``uniform`` on 1,024 PEs, 64 accesses each, kept 8,498 of them, 40.7
-        million list entries: its peak was 958 MB with them, 278 MB without."""
-        self._layout += 1
+        """``queue`` has no joined flow any more: it leaves its component (which stays
+        whole, see :meth:`_enter`) and lets go of the order of its last fill; a link it
+        leaves empty lets go of the component (no recomputation starts from an empty
+        link, and what idle links held of old components grew with the run: 1:1
+        ``uniform`` on 1,024 PEs, 64 accesses each, kept 8,498 of them, 40.7 million
+        list entries: its peak was 958 MB with them, 278 MB without)."""
+        comp = queue.comp
+        assert comp is not None  # a joined queue's
+        queue.comp = None
         queue.ranked_in = None
+        comp.queues.remove(queue)
+        comp.same = False
+        if comp.order is not None:
+            comp.order.remove(queue)
         self._joined[queue.rid].remove(queue)
         for use in queue.uses:
             on = use.on
@@ -622,19 +662,20 @@ class FairFabric(DataPlane):
     def _fill(self, comp: Component) -> list[Queue]:
         """Progressive filling over ``comp``'s queues in age order (or the rates of the
         same queues in the same order met before): its order and rates, kept on it."""
-        # Sorted in place from its last order when solved before (the same queues: no
-        # queue entered or left since), which a few new heads leave almost in order
-        # (heads are unique, so the order is the same however it is sorted).
+        # Sorted in place from its last order (queues that entered since were appended
+        # to it, those that left taken out), which a few new heads leave almost in
+        # order (heads are unique, so the order is the same however it is sorted);
+        # sorted anew after a merge.
         order = comp.order
-        known = order is not None
         if order is None:
-            order = found_into_age_order(comp.queues)
+            order = by_age(comp.queues)
         else:
             into_age_order(order)
-        # Known rates are looked up only for a component solved before: a hotspot's
-        # recomputations meet the same few orders of it, but a fresh component's
-        # queues are a new set (a Triton launch reused 9 of 2,338) and the lookup's
-        # key (a tuple of every queue, hashed) is not free.
+        # Known rates are looked up only for a component solved before with the same
+        # queues: a hotspot's recomputations meet the same few orders of it, but a
+        # component a queue entered or left holds a new set (a Triton launch reused 9
+        # of 2,338) and the lookup's key (a tuple of every queue, hashed) is not free.
+        known = comp.same
         key = tuple(order) if known else ()
         rates = self._known.get(key) if known else None
         if rates is None:
@@ -645,18 +686,25 @@ class FairFabric(DataPlane):
                 self._known[key] = rates
         else:
             self.reused += 1
-        comp.order, comp.rates = order, rates
+        comp.order, comp.rates, comp.same = order, rates, True
         ranked(order, self.solves)
         return order
 
     def _solve_together(self, dirty: set[int], now: float) -> None:
         """The definition the selective update must equal (tests): one fill of every
-        queue found (``whole``: of every joined queue), components searched afresh."""
+        queue connected to a changed link (searched afresh, :meth:`_connected`) or
+        (``whole``) of every joined queue."""
         if self._whole:
             found = [queue for mine in self._joined for queue in mine]
         else:
-            self._layout += 1  # no component found before this recomputation is kept
-            found = [queue for comp in self._affected(dirty) for queue in comp.queues]
+            self._searches += 1
+            found = []
+            uses = self._uses
+            for i in dirty:
+                use = uses[i]
+                assert use is not None  # a link of a queue
+                if use.on and use.seen != self._searches:
+                    found.extend(self._connected(use, self._searches))
         if not found:
             return
         found = by_age(found)
@@ -668,36 +716,26 @@ class FairFabric(DataPlane):
         self._set_rates(found, rates, now)
 
     def _affected(self, dirty: set[int]) -> list[Component]:
-        """Every component that holds a link of ``dirty`` and a queue, once each. A
-        link no queue is on is in none: no search (a queue that leaves marks each of
-        its links, and 1:1 ``neighbor`` made two empty components per access)."""
-        uses, layout = self._uses, self._layout
+        """Every component that holds a link of ``dirty`` and a queue, once each (a
+        link no queue is on is in none)."""
+        uses = self._uses
         found: list[Component] = []
         for i in dirty:
             use = uses[i]
             assert use is not None  # a link of a queue
-            if not use.on:
-                continue
             comp = use.comp
-            if comp is None or comp.layout != layout:
-                comp = self._component(use)
-            if comp.stamp != self.solves and comp.queues:
+            if comp is not None and comp.stamp != self.solves:
                 comp.stamp = self.solves
                 found.append(comp)
         return found
 
-    def _component(self, start: LinkUse) -> Component:
+    def _connected(self, start: LinkUse, stamp: int) -> list[Queue]:
         """The queues connected to the link of ``start`` through shared links or a
-        shared requester, recorded on every link it reaches (valid until a queue enters or
-        leaves). A link is reached once it holds this component, and what is left to
-        walk is the reached links' lists of queues: no set or list of link ids (boxed
-        ints in the compiled build, a third of the search's cost)."""
+        shared requester, now (the definition's search; the selective update keeps its
+        components instead). Links and queues reached are marked with ``stamp``."""
         joined = self._joined
-        self._searches += 1
-        stamp = self._searches
         queues: list[Queue] = []
-        comp = Component(self._layout, queues)
-        start.comp = comp
+        start.seen = stamp
         todo = [start.on]
         while todo:
             for queue in todo.pop():
@@ -711,10 +749,10 @@ class FairFabric(DataPlane):
                         mate.stamp = stamp
                         queues.append(mate)
                         for use in mate.uses:
-                            if use.comp is not comp:
-                                use.comp = comp
+                            if use.seen != stamp:
+                                use.seen = stamp
                                 todo.append(use.on)
-        return comp
+        return queues
 
     def _set_rate(self, flow: Flow, rate: float, now: float) -> None:
         """Drain ``flow`` at ``rate`` from ``now``; re-key its completion."""
@@ -796,37 +834,6 @@ def into_age_order(order: list[Queue]) -> None:
     merge_moved(order, kept, moved)
 
 
-def found_into_age_order(found: list[Queue]) -> list[Queue]:
-    """``found``, a component just searched, by head (a new list). When every queue
-    of it whose head has not moved since a fill covered it was last covered by one and
-    the same fill (a component that a queue entering or leaving made anew: 1:1
-    ``uniform`` on 16 PEs, about 160 queues, every recomputation), that fill's order,
-    less what left it, is their order: only the rest are sorted, and merged in.
-    Sorting all of them by a list of boxed heads cost a quarter of each recomputation.
-    An earlier order much longer than ``found`` (a component that fell apart) is not
-    walked: each part would walk it whole."""
-    last: list[Queue] | None = None
-    moved: list[Queue] = []
-    for queue in found:
-        mine = queue.ranked_in
-        if mine is None or queue.head != queue.ranked_head:
-            moved.append(queue)
-        elif mine is not last:
-            if last is not None:  # kept by two fills: no one order to start from
-                return by_age(found)
-            last = mine
-    if last is None or len(last) > 2 * len(found):
-        return by_age(found)
-    # The kept ones: found by this search (its stamp is on every queue it found, and
-    # no other) and not moved. Each is in ``last``: no other fill covered it since.
-    stamp = found[0].stamp
-    order = [q for q in last if q.stamp == stamp and q.head == q.ranked_head]
-    kept = len(order)
-    order.extend(moved)
-    merge_moved(order, kept, moved)
-    return order
-
-
 def merge_moved(order: list[Queue], kept: int, moved: list[Queue]) -> None:
     """With ``order[:kept]`` in age order and ``moved`` the rest of its queues, put
     ``order`` in age order: ``moved`` sorted, then merged in from the youngest end."""
@@ -876,14 +883,13 @@ def by_age(queues: list[Queue]) -> list[Queue]:
 
 
 def ranked(order: list[Queue], mark: int) -> None:
-    """Note, on each queue of ``order`` (a fill's age order), its head, the order
-    itself and its requester's queue just younger in it: what
-    :func:`into_age_order`, :func:`found_into_age_order` and
+    """Note, on each queue of ``order`` (a fill's age order), its head, the order itself
+    and its requester's queue just younger in it: what :func:`into_age_order` and
     :meth:`FairFabric._order_kept` compare with. One pass from the youngest end: a
     requester met first under ``mark`` has none younger (no pass to clear what the
-    last fill left). The mark is the recomputation's number: a requester's queues are
-    all in one component, so the fills of one recomputation never meet one requester
-    twice."""
+    last fill left). The mark is the recomputation's number: a requester's queues
+    are all in one component, so the fills of one recomputation never meet one
+    requester twice."""
     for queue in reversed(order):
         queue.ranked_head = queue.head
         queue.ranked_in = order

@@ -113,6 +113,7 @@ class Queue:
         "fluid",
         "holds",
         "stamp",
+        "comp",
         "head",
         "access",
         "gathered",
@@ -158,7 +159,8 @@ class Queue:
         self.waiting = 0  # flows issued, not joined yet
         self.fluid = False  # has flows, joined or waiting
         self.holds = False  # holds every link of its route for arithmetic bookings
-        self.stamp = 0  # the last component search that found it
+        self.stamp = 0  # the last fresh search that found it (FairFabric._connected)
+        self.comp: Component | None = None  # its component while it has a joined flow
         self.head = 0  # its age: its oldest joined request's sequence number
         # The access that last reached it (FairFabric.start's mark), the bytes of that
         # access's requests on it (one descriptor) and, when traced, those requests.
@@ -291,28 +293,30 @@ class LinkUse:
     the four lists were four cache lines per link (at 1,024 PEs they outgrow a core's
     second-level cache)."""
 
-    __slots__ = ("owner", "fluid", "on", "comp")
+    __slots__ = ("owner", "fluid", "on", "comp", "seen")
 
     def __init__(self) -> None:
         self.owner: Queue | None = None  # the queue holding it for arithmetic bookings
         self.fluid = 0  # queues with flows on it, joined or waiting
         self.on: list[Queue] = []  # queues with joined flows on it
-        self.comp: Component | None = None  # the component it was last found in
+        self.comp: Component | None = None  # the component of its queues (none: empty)
+        self.seen = 0  # the last fresh search that reached it (FairFabric._connected)
 
 
 class Component:
-    """Queues connected through shared links, as found under one layout of joined
-    queues (the fabric's count of entries and exits when it searched); once solved,
-    its queues in the age order of its last solve, and their rates."""
+    """Joined queues that shared links or a requester since it was made: components
+    merge as queues enter and are never split (FairFabric._enter); once solved, its
+    queues in the age order of its last solve (queues that entered since appended,
+    those that left taken out), and their rates."""
 
-    __slots__ = ("layout", "queues", "stamp", "order", "rates")
+    __slots__ = ("queues", "stamp", "order", "rates", "same")
 
-    def __init__(self, layout: int, queues: list[Queue]) -> None:
-        self.layout = layout
+    def __init__(self, queues: list[Queue]) -> None:
         self.queues = queues
         self.stamp = 0  # the last recomputation that took it
-        self.order: list[Queue] | None = None  # None: not solved yet
+        self.order: list[Queue] | None = None  # None: not solved since made or merged
         self.rates: list[float] = []
+        self.same = False  # no queue entered or left since its last solve
 
 
 def draining(queue: Queue, now: float) -> bool:
