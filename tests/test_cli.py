@@ -59,8 +59,8 @@ USAGE_CASES = [
     (
         "experiment=bw_equivalence",
         "experiment=bw_equivalence: a study preset is added, not chosen: write"
-        " +experiment=<name> (presets: bw_equivalence, decoder_8b, decoder_layer,"
-        " design_search, dispatch_ratio, sim_speed)",
+        " +experiment=<name> (presets: bw_equivalence, bw_equivalence_models, decoder_8b,"
+        " decoder_layer, design_search, dispatch_ratio, sim_speed)",
     ),
     (  # issue 22: the start of a key's last part, from another parent
         "topology.fixed=0",
@@ -283,8 +283,8 @@ def test_help_hides_base_configs_and_shows_plus_experiment():
     assert "base_stream" not in text and "base_gqa" not in text
     assert "  workload=decoder_layer | gqa_opt2 | gqa_opt3 | stream*" in text
     assert (
-        "  +experiment=bw_equivalence | decoder_8b | decoder_layer | design_search"
-        " | dispatch_ratio | sim_speed" in text
+        "  +experiment=bw_equivalence | bw_equivalence_models | decoder_8b | decoder_layer"
+        " | design_search | dispatch_ratio | sim_speed" in text
     )
     assert "\n  experiment=" not in text
 
@@ -339,16 +339,17 @@ def test_no_warning_below_the_threshold():
 def test_a_long_uniform_stream_under_fair_is_warned_of():
     """1,024 PEs x 64 accesses = 65,536 accesses, far under 10^7, but each costs the
     flat 13.4 us (1:1) plus 0.04 us x 1,024^1.5 = 1,310.72 us (the fair solver fills
-    the whole system) plus 0.15 us x 1 recomputation x 4,096 queues in flight (4 per
+    the whole system) plus 0.1 us x 1 recomputation x 4,096 queues in flight (4 per
     PE, one channel each) x 256 / 16,384 (an access that short is mostly in latency)
-    = 9.6 us: 1,333.72 us, 87.4 s in all (measured: 71.5-131 s). Under
+    = 6.4 us: 1,330.52 us, 87.2 s in all (measured: 71.5-131 s; 80.9 s with
+    components kept). Under
     ``reservation`` the flat cost alone, 0.9 s: no warning. 4,096 PEs x 4 accesses:
     a PE's first accesses cost an eighth of the system's term (4 of 32), 21.8 s: no
     warning."""
     fair = big("uniform", 4, 4, access_bytes=256, bytes_per_pe=64 * 256)
     assert warning(fair) == (
         "kernbench: warning: 65,536 DMA accesses to simulate, about 87 s of wall time"
-        " at ~1333.7 us each (Ctrl-C stops it)"
+        " at ~1330.5 us each (Ctrl-C stops it)"
     )
     reservation = dataclasses.replace(fair.sim, fabric=FabricModel.reservation)
     assert warning(dataclasses.replace(fair, sim=reservation)) is None
@@ -356,26 +357,31 @@ def test_a_long_uniform_stream_under_fair_is_warned_of():
 
 
 def test_a_uniform_stream_of_large_1_1_accesses_under_fair_is_warned_of():
-    """64 PEs (one cube) x 64 accesses of 64 KiB, 1:1 over 8 channels, VA: 4,096
-    accesses, each split at its 16 pages into 16 x 8 = 128 requests, each a
-    recomputation covering the 64 x 4 x 8 = 2,048 queues in flight: 0.15 us x 128 x
-    2,048 = 39,321.6 us, plus 13.4 flat and 0.04 x 64^1.5 = 20.48: 39,355.48 us each,
-    161 s, "about 3 min" (measured: 28.4 ms an access, 116 s). Under PA the access is
-    8 requests, a sixteenth of that term: 2,491.5 us, 10 s, no warning (measured 2.2
-    ms). 4 KiB accesses over 4 MiB per PE are 1,024 each, 8 requests covering a quarter
-    of their term (4,096 / 16,384): 13.4 + 20.48 + 614.4 = 648.28 us, 42.5 s, no
-    warning (measured: 132 us an access)."""
-    va = big("uniform", 1, 1, access_bytes=65536, bytes_per_pe=64 * 65536)
+    """256 PEs (4 cubes of 64) x 64 accesses of 64 KiB (the default stream), 1:1 over
+    8 channels, VA: 16,384 accesses, each up to 8 recomputations (one per channel
+    descriptor: VA's 16 pages per channel are one descriptor, issue 54) covering the
+    256 x 4 x 8 = 8,192 queues in flight: 0.1 us x 8 x 8,192 = 6,553.6 us, plus 13.4
+    flat and 0.04 x 256^1.5 = 163.84: 6,730.84 us each, 110 s (measured 81-91 s). PA
+    and LA are the same (before, VA's 16 x 8 = 128 requests each counted a
+    recomputation: 16x the term). 64 PEs (one cube) x 64 accesses: 13.4 + 20.48 + 0.1
+    x 8 x 2,048 = 1,672.28 us, 6.8 s, no warning under any model (measured 1.6-2.0 ms;
+    VA 28.4 ms before). 4 KiB accesses over 4 MiB per PE on 64 PEs are 1,024 each, 8
+    descriptors covering a quarter of their term (4,096 / 16,384): 13.4 + 20.48 +
+    409.6 = 443.48 us, 29 s, no warning (measured 314 us)."""
+    va = big("uniform", 1, 4, access_bytes=65536, bytes_per_pe=64 * 65536)
     assert warning(va) == (
-        "kernbench: warning: 4,096 DMA accesses to simulate, about 3 min of wall time"
-        " at ~39355.5 us each (Ctrl-C stops it)"
+        "kernbench: warning: 16,384 DMA accesses to simulate, about 110 s of wall time"
+        " at ~6730.8 us each (Ctrl-C stops it)"
     )
-    pa = dataclasses.replace(va, address=dataclasses.replace(va.address, model=AddressModel.pa))
-    assert warning(pa) is None
-    assert work(pa)[2] == pytest.approx((13.4 + 20.48 + 0.15 * 8 * 2048) * 1e-6, rel=1e-12)
+    for model in (AddressModel.pa, AddressModel.la):
+        other = dataclasses.replace(va, address=dataclasses.replace(va.address, model=model))
+        assert work(other) == work(va)
+    one_cube = big("uniform", 1, 1, access_bytes=65536, bytes_per_pe=64 * 65536)
+    assert warning(one_cube) is None
+    assert work(one_cube)[2] == pytest.approx((13.4 + 20.48 + 0.1 * 8 * 2048) * 1e-6, rel=1e-12)
     small = big("uniform", 1, 1, access_bytes=4096, bytes_per_pe=4 << 20)
     assert warning(small) is None
-    assert work(small)[2] == pytest.approx((13.4 + 20.48 + 614.4) * 1e-6, rel=1e-12)
+    assert work(small)[2] == pytest.approx((13.4 + 20.48 + 409.6) * 1e-6, rel=1e-12)
 
 
 def test_active_pes_is_text_in_every_row():

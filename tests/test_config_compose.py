@@ -207,6 +207,7 @@ EXPERIMENTS = [p.stem for p in experiment_files() if not preset_plugins(p.stem)]
 def test_the_design_presets_exist_and_are_global():
     assert EXPERIMENTS == [
         "bw_equivalence",
+        "bw_equivalence_models",
         "decoder_8b",
         "decoder_layer",
         "dispatch_ratio",
@@ -244,6 +245,21 @@ def test_every_preset_value_composes_and_validates(compose_cfg, experiment):
             cfg = compose_cfg(f"+experiment={experiment}", f"{key}={value}")
             checked = validate(OmegaConf.to_object(cfg))
             assert checked.paths.sweep_name == experiment, (key, value)
+
+
+def test_bw_equivalence_models_is_its_grid_under_every_address_model(compose_cfg):
+    """The companion preset composes bw_equivalence (one grid, kept in one place) and
+    sweeps the address model instead of the fabric model: 168 x 3 = 504 points."""
+    base = sweep_params(compose_cfg, "bw_equivalence")
+    models = sweep_params(compose_cfg, "bw_equivalence_models")
+    assert models == base | {"address": ["pa", "va", "la"], "sim.fabric": ["fair"]}
+    points = 1
+    for values in models.values():
+        points *= len(values)
+    assert points == 504
+    cfg = compose_cfg("+experiment=bw_equivalence_models")
+    base_cfg = compose_cfg("+experiment=bw_equivalence")
+    assert cfg.workload == base_cfg.workload and cfg.paths.sweep_name == "bw_equivalence_models"
 
 
 def test_bw_equivalence_grid_is_design_section_5(compose_cfg):

@@ -337,20 +337,30 @@ def test_with_both_fabric_models_the_plots_are_per_model_and_fair(tmp_path):
 
 
 def test_a_three_address_sweep_reports_per_model(tmp_path):
-    """A real sweep over address=pa,va,la on the small topology, then kernbench-report:
-    no error, every claim names its model, the agreement claim, one heat map per model."""
+    """The companion preset (``+experiment=bw_equivalence_models``: bw_equivalence's
+    grid under PA, VA and LA, fair only), its grid narrowed on the command line to 24
+    points of the small topology, then kernbench-report: no error, every claim names
+    its model, the agreement claim, one heat map per model."""
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     sweep_dir = tmp_path / "sweep"
+    narrowed = {
+        "traffic": "local,hotspot",
+        "workload.access_bytes": "512,65536",
+        "topology.pes_per_cube": "2",
+        "topology.cube.memory_map.hbm_pseudo_channels": "16",
+    }
     argv = [
-        sys.executable, "-m", "kernbench.app", "-m", "+experiment=bw_equivalence",
-        "topology=small", "address=pa,va,la", "traffic=local,hotspot",
-        "workload.access_bytes=512,65536", "sim.fabric=fair", "workload.bytes_per_pe=131072",
-        "topology.pes_per_cube=2", "topology.cube.memory_map.hbm_pseudo_channels=16",
-        "cache=false", f"hydra.sweep.dir={sweep_dir}",
+        sys.executable, "-m", "kernbench.app", "-m", "+experiment=bw_equivalence_models",
+        "topology=small", *(f"hydra.sweeper.params.{k}={v}" for k, v in narrowed.items()),
+        "workload.bytes_per_pe=131072", "cache=false", f"hydra.sweep.dir={sweep_dir}",
     ]  # fmt: skip
     run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env,
                          timeout=300, check=False)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
+    rows = pd.read_parquet(sweep_dir / "results.parquet")
+    assert len(rows) == 24 and set(rows["status"]) == {"ok"}
+    assert sorted(set(rows["address.model"])) == ["la", "pa", "va"]
+    assert set(rows["sim.fabric"]) == {"fair"}
     report = subprocess.run(
         [sys.executable, "-c", "from kernbench.report.cli import entry; entry()", str(sweep_dir)],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,

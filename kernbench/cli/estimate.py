@@ -44,17 +44,20 @@ SECONDS_PER_COMMAND = 11e-6
 # first FAIR_RAMP_ACCESSES (328 us at 8).
 FAIR_UNIFORM_S = 0.04e-6
 FAIR_RAMP_ACCESSES = 32
-# And what an access's size adds (docs/explanation/speed.md, measured the same way on
-# 16 to 256 PEs, 1 to 64 KiB): a recomputation costs 0.09-0.21 us per queue it covers
-# (FAIR_QUEUE_SOLVE_S), it covers about every queue in flight (a PE's accesses in
-# flight x the queues each spreads over: a 1:1 access, a queue per channel it
-# touches), and an access spread over several queues costs a recomputation per
-# request it is split into (each request's successor passes its other queues' heads
-# and may reorder them: VA splits at every page, so a 64 KiB 1:1 access is 16 pages x
-# 8 channels = 128 requests and recomputations); an access in one queue, one. An
-# access under FAIR_FULL_BYTES spends most of its life in latency, not draining, so
-# it is in fewer recomputations, in proportion.
-FAIR_QUEUE_SOLVE_S = 0.15e-6
+# And what an access's size adds (docs/explanation/speed.md, measured the same way on 16
+# to 256 PEs, 1 to 64 KiB): a recomputation costs about 0.1 us per queue it covers
+# (FAIR_QUEUE_SOLVE_S; 0.09-0.21 before components were kept across entries and exits,
+# issue 54: 16, 64 and 256 PEs at 64 KiB now measure 0.36-0.46, 1.6-2.0 and 5.6 ms an
+# access against 0.43, 1.67 and 6.73 here), it covers about every queue in flight (a
+# PE's accesses in flight x the queues each spreads over: a 1:1 access, a queue per
+# channel it touches), and an access spread over several queues costs up to a
+# recomputation per queue (its descriptors drain apart); an access in one queue, one.
+# VA's pages add none: an access's requests on one channel are one descriptor (DESIGN
+# §3.2, issue 54; before, each page's request reordered its PE's queues: 128
+# recomputations for a 64 KiB 1:1 access, 12.9x PA's CPU). An access under
+# FAIR_FULL_BYTES spends most of its life in latency, not draining, so it is in fewer
+# recomputations, in proportion.
+FAIR_QUEUE_SOLVE_S = 0.1e-6
 FAIR_FULL_BYTES = 16 << 10
 WARN_AFTER_S = 60.0
 # Commands per KV tile (DESIGN §5: opt3 10, opt2 2).
@@ -105,13 +108,7 @@ def fair_uniform_s(cfg: Any, pes: int, per_pe: int) -> float:
     w = cfg.workload
     system = FAIR_UNIFORM_S * pes**1.5 * min(1.0, per_pe / FAIR_RAMP_ACCESSES)
     queues = _channels_per_access(cfg)  # one per channel (1:1), else one
-    solves = 1
-    if queues > 1:  # one per request: VA splits it at every page, per channel
-        pages = 1
-        if cfg.address.model.value == "va":
-            page = cfg.topology.pe_mmu.page_size
-            pages = -(-(w.access_bytes + w.align_offset_bytes % page) // page)
-        solves = pages * queues
+    solves = queues  # one per descriptor, at most
     in_flight = pes * min(w.outstanding, per_pe) * queues
     draining = min(1.0, w.access_bytes / FAIR_FULL_BYTES)
     return system + FAIR_QUEUE_SOLVE_S * solves * in_flight * draining
