@@ -60,13 +60,8 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False, reus
         graph, 40.0, events, record=record, fast=fast, on_solve=observer, whole=whole,
         reuse=reuse,
     )  # fmt: skip
-    router = Router(graph)
     pes = graph.pes
-    routes = {
-        (pe.index, reads): MemoryRoutes(router, pe.node("dma"), reads)
-        for pe in pes
-        for reads in (False, True)
-    }
+    routes = dma_routes(graph)
     stages = Stages(events)
     transfers = []
 
@@ -88,6 +83,16 @@ def drive(graph, reqs, fast=True, record=False, observer=None, whole=False, reus
         events.schedule(now, issue, k)
     events.run()
     return fabric, [stages.outcome(t).end for t in transfers]
+
+
+def dma_routes(graph) -> dict[tuple[int, bool], MemoryRoutes]:
+    """Each PE's DMA route tables, writes' and reads', by (PE index, reads)."""
+    router = Router(graph)
+    return {
+        (pe.index, reads): MemoryRoutes(router, pe.node("dma"), reads)
+        for pe in graph.pes
+        for reads in (False, True)
+    }
 
 
 def check_rates(bw, queues, rates) -> None:

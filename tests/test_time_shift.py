@@ -30,9 +30,8 @@ from kernbench.sim.events import LocalQueue, SimEnv
 from kernbench.sim.fabric import ReservationFabric
 from kernbench.sim.fair_fabric import FairFabric
 from kernbench.topology.graph import build_graph
-from kernbench.topology.routes import MemoryRoutes, Router
 from tests.support import Stages, make_cfg
-from tests.test_fair_properties import requests, topologies
+from tests.test_fair_properties import dma_routes, requests, topologies
 
 # What a launch moves by: any whole number of ns, and an install time LA produces.
 shifts = st.one_of(st.integers(1, 10**6).map(float), st.just(1117.625))
@@ -48,13 +47,8 @@ def driven_ends(fabric_model: str, graph, reqs, start: float) -> list[float]:
         fabric = FairFabric(graph, 40.0, events)
     else:
         fabric = ReservationFabric(graph, 40.0)
-    router = Router(graph)
     pes = graph.pes
-    routes = {
-        (pe.index, reads): MemoryRoutes(router, pe.node("dma"), reads)
-        for pe in pes
-        for reads in (False, True)
-    }
+    routes = dma_routes(graph)
     stages = Stages(events)
     transfers = [stages.new() for _ in reqs]
     chains: dict[int, list[int]] = {}

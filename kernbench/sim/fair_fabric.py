@@ -501,15 +501,8 @@ class FairFabric(DataPlane):
         joined = self._joined[queue.rid]
         into: Component | None = None
         merged: list[Component] = []
-        for use in queue.uses:
-            comp = use.comp
-            if comp is not None and comp is not into and comp not in merged:
-                merged.append(comp)
-                if into is None or len(comp.queues) > len(into.queues):
-                    into = comp
-        for mate in joined:
-            comp = mate.comp
-            if comp is not None and comp is not into and comp not in merged:
+        for comp in [use.comp for use in queue.uses] + [mate.comp for mate in joined]:
+            if comp is not None and comp not in merged:
                 merged.append(comp)
                 if into is None or len(comp.queues) > len(into.queues):
                     into = comp
