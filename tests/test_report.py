@@ -245,3 +245,35 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     )  # fmt: skip
     os.close(write_end)
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_dispatch_ratio_per_address_model_names_each_and_never_averages(tmp_path):
+    """Issue 54: a key the study does not place (here ``address.model``, PA and VA with
+    VA's latency 1.5x PA's and its dispatch bytes per tile 10% more) is a facet: the
+    four claims once per model, each naming it and judged on that model's rows alone,
+    and the three plots per model (no pooled file), not one heat-map cell averaging
+    the two."""
+    rows = []
+    for model, scale in (("pa", 1.0), ("va", 1.1)):
+        bytes_per_tile = {name: n * scale for name, n in ADR_BYTES.items()}
+        for row in gqa_rows(bytes_per_tile):
+            row["address.model"] = model
+            if model == "va":
+                row["kernel_latency_ns"] *= 1.5
+            rows.append(row)
+    table = dispatch_ratio.table(_table(tmp_path, rows))
+    claims = dispatch_ratio.check(table)
+    assert [c.text.split(": ", 1)[0] for c in claims] == ["PA"] * 4 + ["VA"] * 4
+    # PA's bytes per tile are the ADR's; VA's 255.2 and 418 are not, and its ratio at
+    # the default calibration is (320 + 63.8) / (64 + 104.5) = 2.28, not ≈ 2.4
+    assert [c.holds for c in claims] == [True, True, True, True, True, False, False, True]
+    assert "opt3: ours 255.2 (ADR ≈ 232); opt2: ours 418 (ADR ≈ 380)" in claims[5].detail
+    assert claims[2].detail == "ours 2.38 (ADR ≈ 2.4)"
+    assert claims[6].detail == "ours 2.28 (ADR ≈ 2.4)"
+    paths = dispatch_ratio.plot(table, tmp_path)
+    assert sorted(p.name for p in paths) == sorted(
+        f"dispatch_ratio_{kind}_{model}.png"
+        for kind in ("heatmap", "cycles", "latency")
+        for model in ("pa", "va")
+    )
+    assert not (tmp_path / "dispatch_ratio_heatmap.png").exists()

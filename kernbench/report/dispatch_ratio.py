@@ -8,6 +8,11 @@ ADR-0064's, as it words them, each with our figure beside the ADR's ("ours 2.77
 (ADR ≈ 2.4)"); a figure the ADR gives as "≈ 2.4" holds when ours rounds to it at the ADR's precision
 (:func:`~kernbench.report.claims.matches_stated`), never within a looser tolerance
 that could pass the opposite.
+
+Any other key that varies (the address model, a key swept by hand) is a facet
+(:mod:`~kernbench.report.facets`): the claims are checked, and the plots drawn, per
+value, each naming it (``VA: opt3 / opt2 dispatch ...``,
+``dispatch_ratio_latency_va.png``), never averaged into one cell or one line.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import pandas as pd
 
 from kernbench.report.claims import Claim, matches_stated
 from kernbench.report.dispatch_ratio_plots import draw
+from kernbench.report.facets import facet_keys, split
 from kernbench.report.tables import FIXED, OPT2, OPT3, RECIP, WORKLOAD, varying_config
 from kernbench.results import STATUS_OK
 
@@ -67,15 +73,35 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     return out
 
 
+def facets(table: pd.DataFrame) -> list[str]:
+    """The keys the claims and plots are per value of: every varying key but the
+    calibration (FIXED, R)."""
+    return facet_keys(table, (FIXED, RECIP))
+
+
 def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
     """The heat map (the ADR's ratio as a contour, the default calibration boxed), the
-    cycles per tile and the latency / bottleneck plot."""
-    return draw(table, out_dir, float(ADR_RATIO), (DEFAULT_FIXED, DEFAULT_RECIP))
+    cycles per tile and the latency / bottleneck plot; per facet value, the value in
+    the file names and titles."""
+    paths = []
+    for facet in split(table, facets(table)):
+        paths += draw(facet.rows, out_dir, float(ADR_RATIO), (DEFAULT_FIXED, DEFAULT_RECIP), facet)
+    return paths
 
 
 def check(t: pd.DataFrame) -> list[Claim]:
-    """Commands and bytes per tile, the ratio at the default calibration, FIXED = 0."""
-    return [_commands(t), _bytes(t), _default_ratio(t), _no_win_at_zero_fixed(t)]
+    """Commands and bytes per tile, the ratio at the default calibration, FIXED = 0;
+    per facet value, each claim naming it."""
+    return [
+        facet.named(claim)
+        for facet in split(t, facets(t))
+        for claim in (
+            _commands(facet.rows),
+            _bytes(facet.rows),
+            _default_ratio(facet.rows),
+            _no_win_at_zero_fixed(facet.rows),
+        )
+    ]
 
 
 def _commands(t: pd.DataFrame) -> Claim:

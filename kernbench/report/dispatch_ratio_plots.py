@@ -22,6 +22,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from kernbench.report.facets import Facet  # noqa: E402
 from kernbench.report.plots import save_figure  # noqa: E402
 from kernbench.report.tables import FIXED, RECIP  # noqa: E402
 
@@ -30,18 +31,33 @@ MARKERS = {"cpu": "o", "dma": "s", "gemm": "^", "math": "D"}
 
 
 def draw(
-    table: pd.DataFrame, out_dir: Path, adr_ratio: float, default: tuple[float, float]
+    table: pd.DataFrame,
+    out_dir: Path,
+    adr_ratio: float,
+    default: tuple[float, float],
+    facet: Facet | None = None,
 ) -> list[Path]:
     """Write the three plots, marking the ADR's ratio and the default (FIXED, R)
-    calibration (both stated once, in :mod:`kernbench.report.dispatch_ratio`)."""
+    calibration (both stated once, in :mod:`kernbench.report.dispatch_ratio`); for a
+    named ``facet`` (``VA``), in its files (``dispatch_ratio_heatmap_va.png``) and
+    titles."""
+    label = facet.label if facet is not None else ""
+    suffix = f"_{facet.slug}" if label else ""
+    note = f" ({label})" if label else ""
     return [
-        _heat(table, out_dir / "dispatch_ratio_heatmap.png", adr_ratio, default),
-        _cycles(table, out_dir / "dispatch_ratio_cycles.png"),
-        _latency(table, out_dir / "dispatch_ratio_latency.png"),
+        _heat(table, out_dir / f"dispatch_ratio_heatmap{suffix}.png", adr_ratio, default, note),
+        _cycles(table, out_dir / f"dispatch_ratio_cycles{suffix}.png", note),
+        _latency(table, out_dir / f"dispatch_ratio_latency{suffix}.png", note),
     ]
 
 
-def _heat(table: pd.DataFrame, path: Path, adr_ratio: float, default: tuple[float, float]) -> Path:
+def _heat(
+    table: pd.DataFrame,
+    path: Path,
+    adr_ratio: float,
+    default: tuple[float, float],
+    note: str = "",
+) -> Path:
     grid = table.pivot_table(index=FIXED, columns=RECIP, values="ratio_opt3_opt2",
                              dropna=False)  # fmt: skip
     grid = grid.reindex(index=sorted(set(table[FIXED])), columns=sorted(set(table[RECIP])))
@@ -59,7 +75,7 @@ def _heat(table: pd.DataFrame, path: Path, adr_ratio: float, default: tuple[floa
     ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns])
     ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index])
     ax.set(xlabel="byte_cycles_recip R (cycles/B)", ylabel="fixed_per_cmd_cycles FIXED (cycles)")
-    ax.set_title("opt3 / opt2 dispatch per KV tile\n(0 / 0: both free at FIXED = R = 0)",
+    ax.set_title(f"opt3 / opt2 dispatch per KV tile{note}\n(0 / 0: both free at FIXED = R = 0)",
                  fontsize=10)  # fmt: skip
     return _save(fig, path)
 
@@ -94,8 +110,10 @@ def _panels(table: pd.DataFrame, ylabel: str):  # noqa: ANN202
     return fig, list(zip(axes[0], recips, strict=True))
 
 
-def _cycles(table: pd.DataFrame, path: Path) -> Path:
+def _cycles(table: pd.DataFrame, path: Path, note: str = "") -> Path:
     fig, panels = _panels(table, "dispatch cycles per KV tile")
+    if note:
+        fig.suptitle(f"dispatch cycles per KV tile{note}", fontsize=10)
     for ax, recip in panels:
         part = table[table[RECIP] == recip].sort_values(FIXED)
         x = np.arange(len(part))
@@ -107,7 +125,7 @@ def _cycles(table: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
-def _latency(table: pd.DataFrame, path: Path) -> Path:
+def _latency(table: pd.DataFrame, path: Path, note: str = "") -> Path:
     fig, panels = _panels(table, "kernel latency (ns)")
     colors = dict(zip(VARIANTS, ("tab:blue", "tab:orange"), strict=True))
     for ax, recip in panels:
@@ -122,7 +140,7 @@ def _latency(table: pd.DataFrame, path: Path) -> Path:
     handles += [Line2D([], [], color="black", marker=MARKERS.get(b, "x"), linestyle="none",
                        label=f"{b}-bound") for b in seen]  # fmt: skip
     fig.legend(handles=handles, loc="upper right", fontsize=8)
-    fig.suptitle("GQA kernel latency and its bottleneck (busiest unit)", fontsize=10)
+    fig.suptitle(f"GQA kernel latency and its bottleneck (busiest unit){note}", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.86, 0.93))
     return _save(fig, path, tight=False)
 
