@@ -24,6 +24,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from kernbench.report import bw_equivalence as bw
+from kernbench.report.facets import ADDRESS, NAMED
 from kernbench.report.study import STUDIES, Section, study_section
 from tests import report_rows
 
@@ -151,8 +152,10 @@ def test_the_models_agree_claim_names_the_worst_configuration_and_its_two_ratios
     assert across.detail == (
         "12 distinct configurations under more than one of them;"
         f" largest difference of 1:1/n:1: 0.0500, PA 1.0000 against VA 0.9500 at {WORST_AT};"
-        f" they differ by more than 1% at 2 configurations: {SECOND_AT}; {WORST_AT}"
+        f" they differ by more than 1% at 2 configurations: {SECOND_AT}; {WORST_AT};"
+        f" why they differ: {NAMED[ADDRESS].why}"
     )
+    assert "tlb_overhead_ns" in NAMED[ADDRESS].why  # what the report says VA adds
 
 
 def test_models_that_agree_hold_and_differing_bandwidths_alone_do_not_part_them():
@@ -163,7 +166,7 @@ def test_models_that_agree_hold_and_differing_bandwidths_alone_do_not_part_them(
 
     across = claims_of(sweep(ratio=same))[ACROSS]
     assert across.holds is True
-    assert across.detail.endswith("; no configuration where they differ by more than 1%")
+    assert "; no configuration where they differ by more than 1%; why" in across.detail
     assert "largest difference of 1:1/n:1: 0.0050, PA 0.9000 against LA 0.9050" in across.detail
 
 

@@ -308,6 +308,8 @@ def _values_agree(table: pd.DataFrame, key: str) -> Claim:
         + f" at {_location(config, at)}",
         _partings(parted),
     ]
+    if key in NAMED and NAMED[key].why:
+        figures.append(f"why they differ: {NAMED[key].why}")
     claim = Claim(text, bool(parted.empty), "; ".join(figures))
     return _on_fair(claim) if both_models(table) else claim
 

@@ -31,18 +31,28 @@ ADDRESS = "address.model"
 
 @dataclass(frozen=True)
 class Named:
-    """How a key a reader must always know is written: its title, a value's name, and
-    the order its values are named in (others after them, in natural order)."""
+    """How a key a reader must always know is written: its title, a value's name, the
+    order its values are named in (others after them, in natural order), and what
+    makes its values differ (said where a claim compares them)."""
 
     title: str
     value: Callable[[object], str]
     order: tuple[str, ...] = ()
+    why: str = ""
 
 
 # Keys kept in a study table and named even when constant. The address models in the
-# order ADR-0011 names them.
+# order ADR-0011 names them; what they differ by (docs/explanation/fabric.md, "One
+# descriptor per route").
 NAMED: dict[str, Named] = {
-    ADDRESS: Named("address model", lambda v: str(v).upper(), ("pa", "va", "la"))
+    ADDRESS: Named(
+        "address model",
+        lambda v: str(v).upper(),
+        ("pa", "va", "la"),
+        "with the same placement the models move the same bytes at the same times; VA"
+        " adds topology.pe_mmu.tlb_overhead_ns per access (or page), which shows on short"
+        " accesses, and VA and LA install their mappings before the launch",
+    )
 }
 
 
