@@ -180,6 +180,7 @@ HARNESS = (
     "test_run_dirs.py", "test_run_stop.py", "test_stop.py", "test_stop_wrapped.py",
     "test_submitit.py", "test_sweep.py", "test_sweep_dirs.py", "test_sweep_plan.py",
     "test_sweep_plugins.py", "test_sweep_pool.py", "test_sweep_records.py",
+    "test_tutorial_files.py",
 )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from kernbench.cli.estimate import SECONDS_PER_ACCESS, WARN_FROM, warning, work
 from kernbench.cli.help import (
     MEANING_INDENT,
+    SETTINGS_HEADING,
     _option_node,
     help_text,
     key_lines,
@@ -539,3 +540,67 @@ def test_help_lists_a_users_presets_from_the_search_path(run_app, tmp_path):
     [traffic] = [line for line in lines if line.startswith("  traffic=")]
     assert traffic.endswith("| myhot (searchpath)")
     assert "(searchpath)" not in run_app("--help").stdout
+
+
+# --- --keys: the settings that are not config keys (issue 55) ------------------------
+
+# Each setting users give that is not a config key: (type, default, words of its limit,
+# words of its meaning), as the sweeper, the launcher, Optuna and kernbench/__init__.py
+# define them. A point may run a week at most: 7 x 24 x 3600 s.
+WEEK_S = 7 * 24 * 3600
+SETTINGS = {
+    "hydra.sweeper.point_timeout_s": ("float", "null", f"<= {WEEK_S}", "seconds a point may run"),
+    "hydra.sweeper.dry_run": ("bool", "False", "", "validate every point"),
+    "hydra.sweeper.resume": ("bool", "False", "", "run only the other points"),
+    "hydra.sweeper.direction": ("any", "null", "minimize or maximize", "Pareto front"),
+    "hydra.launcher.n_jobs": ("int", "-1", "at least 1", "-1 is one per core"),
+    "hydra.sweeper.n_trials": ("int", "20", "", "trials (points) the search runs"),
+    "KERNBENCH_PURE": ("environment", "unset", "1, or 0 / unset", "from its .py source"),
+}
+
+
+def settings_of(stdout: str) -> dict[str, tuple[list[str], str]]:
+    """Per key line after the settings' heading: its words, and its meaning's lines
+    joined (the more indented lines under it)."""
+    lines = stdout.splitlines()
+    found: dict[str, tuple[list[str], str]] = {}
+    name = ""
+    for line in lines[lines.index(SETTINGS_HEADING) + 2 :]:
+        if line.startswith(MEANING_INDENT):
+            words, meaning = found[name]
+            found[name] = (words, f"{meaning} {line.strip()}".strip())
+        else:
+            name = line.split()[0]
+            found[name] = (line.split(), "")
+    return found
+
+
+def test_keys_lists_the_sweeper_launcher_and_environment_settings_with_meanings(run_app):
+    """``kernbench --keys``: after the config keys (which stay exactly the schema's), a
+    heading, then each setting users give that is no config key, with its type, default
+    (n_trials: Optuna's 20), limit (point_timeout_s: a week) and what it means on the
+    lines under it."""
+    keys = run_app("--keys")
+    assert keys.returncode == 0, keys.stderr
+    assert {line.split()[0] for line in key_lines(keys.stdout.splitlines())[1:]} == set(
+        schema_keys()
+    )
+    found = settings_of(keys.stdout)
+    for name, (kind, default, limit, meaning) in SETTINGS.items():
+        words, said = found[name]
+        assert words[1:4] == [kind, "-", default], (name, words)
+        assert limit in " ".join(words[4:]), (name, words)
+        assert meaning in said, (name, said)
+
+
+@pytest.mark.parametrize(("seconds", "refused"), [(WEEK_S, False), (WEEK_S + 0.5, True)])
+def test_the_point_timeout_limit_keys_prints_is_the_one_the_sweeper_applies(
+    run_app, seconds, refused
+):
+    """The sweeper takes a week (the limit ``--keys`` prints) and refuses half a second
+    more, in one line naming the key: the printed limit is the applied one."""
+    run = run_app("-m", "hydra.sweeper.dry_run=true", f"hydra.sweeper.point_timeout_s={seconds}",
+                  "topology=small", "workload.bytes_per_pe=65536")  # fmt: skip
+    assert run.returncode == int(refused), run.stderr[-2000:]
+    if refused:
+        assert "hydra.sweeper.point_timeout_s" in run.stderr and str(WEEK_S) in run.stderr

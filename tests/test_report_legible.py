@@ -9,16 +9,30 @@ point. Two tables: the main job's grid (``+experiment=bw_equivalence``, 336 poin
 per-pattern figures of its magnitudes: hotspot ~20 GB/s, local ~250-500) and a 20-point
 sweep (2 mappings x 2 traffic cases x 5 sizes on ``topology=small``), both with
 mappings that give equal figures, the case where 1:1 used to hide n:1.
+
+Then, read back from matplotlib on two narrowed real sweeps (the main job's preset and
+the 3-address one), every marker and bar drawn at its figures, within a pixel (issue
+55): coinciding points are told apart by their marks, never moved aside.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import matplotlib.colors
+import matplotlib.figure
 import numpy as np
+import pandas as pd
 import pytest
 
 from kernbench.report.cli import main
+from kernbench.report.document import PlotChoice, build, plan_plot
+from kernbench.report.formatting import format_value
+from kernbench.report.general import main_metrics
 from kernbench.results import write_rows
 from tests import report_rows
 from tests.test_report_general import _browser, probe_page
@@ -180,8 +194,6 @@ def test_the_heat_map_has_a_cell_per_configuration_and_a_fitted_colour_bar():
     column (PEs and N are not swept), none folded into another. 1:1 is 5% slower on
     hotspot's 512 B row: the bar runs from 0.95 to 1.01 (the tolerance above 1, as no
     ratio exceeds it), not to 1.05 (symmetric) or 1.25."""
-    import pandas as pd
-
     from kernbench.report import bw_equivalence as bw
 
     table = bw.table(pd.DataFrame(twenty_point_rows()))
@@ -197,8 +209,6 @@ def test_the_heat_map_has_a_cell_per_configuration_and_a_fitted_colour_bar():
 
 
 def test_panels_share_a_y_scale_only_within_a_factor_of_four():
-    import pandas as pd
-
     from kernbench.report.metric_plot import SHARED_Y_SPAN, shared_y
 
     def parts(*tops):
@@ -207,3 +217,250 @@ def test_panels_share_a_y_scale_only_within_a_factor_of_four():
     assert SHARED_Y_SPAN == 4
     assert shared_y(parts(100, 400), "m")  # exactly 4x: one scale
     assert not shared_y(parts(20, 500), "m")  # hotspot under local: each its own
+
+
+# --- every mark where its figures say, on real sweeps (issues 55 and 57) --------------
+#
+# A narrowed real sweep runs in a subprocess; its report's sections are then built here,
+# so each saved figure can be read back: where each marker is drawn (its offsets through
+# the transform it is drawn with) against where the axes' data transform puts the
+# figures the table holds, computed here from results.parquet. A marker moved sideways
+# to stay visible (the dodge of issues 55 and 57, centred or not) is off by a few
+# pixels; a value drawn at an even step instead of at its value, or the wrong figure,
+# is far off.
+
+PX = 1.0  # drawn within a pixel of its data position
+MAX_WIDTH_IN = 14.0  # 1,540 px as saved: about a laptop page's width
+NARROW = {  # the main job's grid, narrowed: 2 cases x 3 sizes x 2 N x 2 mappings x 2 fabrics
+    "traffic": "local,hotspot",
+    "topology.pes_per_cube": "2",
+    "topology.cube.memory_map.hbm_pseudo_channels": "16,32",
+}
+THREE = {  # bw_equivalence_models' grid, narrowed as test_report_address_models narrows it
+    "traffic": "local,hotspot",
+    "workload.access_bytes": "512,65536",
+    "topology.pes_per_cube": "2",
+    "topology.cube.memory_map.hbm_pseudo_channels": "16",
+}
+
+
+def real_sweep(tmp_path, preset: str, narrowed: dict[str, str]):
+    """``kernbench -m +experiment=<preset> topology=small`` narrowed by
+    ``hydra.sweeper.params`` overrides, in a subprocess; its rows."""
+    env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
+    sweep_dir = tmp_path / "sweep"
+    argv = [
+        sys.executable, "-m", "kernbench.app", "-m", f"+experiment={preset}", "topology=small",
+        *(f"hydra.sweeper.params.{k}={v}" for k, v in narrowed.items()),
+        "workload.bytes_per_pe=131072", "cache=false", f"hydra.sweep.dir={sweep_dir}",
+    ]  # fmt: skip
+    run = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env,
+                         timeout=300, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    return pd.read_parquet(sweep_dir / "results.parquet")
+
+
+def saved_figures(make) -> dict:
+    """Every figure ``make()`` saved, by file name (its PNG's)."""
+    saved = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def keep(fig, path, **kw):
+        saved.setdefault(Path(path).with_suffix(".png").name, fig)
+        original(fig, path, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matplotlib.figure.Figure, "savefig", keep)
+        make()
+    return saved
+
+
+def report_figures(df, out_dir) -> dict:
+    """The report's sections for ``df``, built here: every figure it saved."""
+    return saved_figures(lambda: build(df, out_dir, PlotChoice()))
+
+
+def drawn_points(ax) -> tuple[np.ndarray, np.ndarray]:
+    """Every marker of ``ax`` (scatter offsets, line vertices with a marker, bar
+    corners): ``(drawn, data)`` in display pixels, ``drawn`` through the transform the
+    artist is drawn with, ``data`` through the axes' data transform."""
+    drawn, data = [], []
+    for coll in ax.collections:
+        xy = np.ma.getdata(coll.get_offsets()).astype(float)
+        drawn.append(coll.get_offset_transform().transform(xy))
+        data.append(ax.transData.transform(xy))
+    for line in ax.get_lines():
+        if line.get_marker() not in (None, "None", "", " "):
+            xy = np.asarray(line.get_xydata(), dtype=float)
+            drawn.append(line.get_transform().transform(xy))
+            data.append(ax.transData.transform(xy))
+    for bar in (b for container in ax.containers for b in container):
+        drawn.append(bar.get_transform().transform([(0, 0), (1, 1)]))
+        box = [(bar.get_x(), bar.get_y()), (bar.get_x() + bar.get_width(), bar.get_height())]
+        data.append(ax.transData.transform(box))
+    if not drawn:
+        return np.empty((0, 2)), np.empty((0, 2))
+    return np.ma.getdata(np.vstack(drawn)), np.ma.getdata(np.vstack(data))
+
+
+def marked(name: str) -> bool:
+    """Whether a plot file draws markers or bars (the scatter and the general plot;
+    the heat map's cells are an image)."""
+    return name.startswith(("bw_equivalence_bandwidth", "report_"))
+
+
+def moved(figures: dict) -> list[str]:
+    """Every figure with a marker drawn more than :data:`PX` from its data position."""
+    found = []
+    for name, fig in figures.items():
+        for n, ax in enumerate(a for a in fig.axes if a.get_visible()):
+            drawn, data = drawn_points(ax)
+            off = np.abs(drawn - data).max(initial=0.0)
+            if off > PX:
+                found.append(f"{name}, panel {n}: a marker drawn {off:.1f} px from its data")
+    return found
+
+
+def unmatched(ax, want: list[tuple[float, float]]) -> list[str]:
+    """The figures ``want`` (data coordinates) that no marker of ``ax`` is drawn at
+    within :data:`PX`, and the markers drawn where no figure is, each used once."""
+    drawn = list(map(tuple, drawn_points(ax)[0]))
+    missing = []
+    for point, px in zip(want, ax.transData.transform(np.asarray(want, dtype=float)), strict=True):
+        near = [d for d in drawn if np.hypot(*(np.asarray(d) - px)) <= PX]
+        if near:
+            drawn.remove(near[0])
+        else:
+            missing.append(f"no marker at {point}")
+    return missing + [f"a marker where no figure is: {d}" for d in drawn]
+
+
+def scatter_figures(rows) -> dict[str, list[tuple[float, float]]]:
+    """Per traffic case (its panel's title), the (n:1 GB/s, 1:1 / n:1) of each
+    configuration of the fair rows, from the table's own columns (the narrowed sweeps'
+    cases are patterns alone: local, hotspot)."""
+    fair = rows[(rows["status"] == "ok") & (rows.get("sim.fabric", "fair") == "fair")]
+    mapping = "topology.cube.memory_map.hbm_mapping_mode"
+    config = [c for c in fair.columns if "." in c and fair[c].astype(str).nunique() > 1]
+    config = [c for c in config if c != mapping]
+    wide = fair.pivot_table(index=config, columns=mapping, values="mean_pe_bw_gbs")
+    cases = pd.Series(wide.index.get_level_values("workload.pattern"))
+    points: dict[str, list[tuple[float, float]]] = {}
+    for case, (n1, one) in zip(cases, wide[["n_to_one", "one_to_one"]].to_numpy(), strict=True):
+        points.setdefault(case, []).append((n1, one / n1))
+    return points
+
+
+def general_figures(rows, ax) -> list[tuple[float, float]]:
+    """The figures of one panel of the general plot: the rows its title names, their
+    mean metric per combination of the keys that vary within it, at x = the x key's
+    value (its category's tick on a categorical axis)."""
+    ok = rows[rows["status"] == "ok"]
+    plan = plan_plot(ok, main_metrics(ok), PlotChoice())
+    part = plan.data
+    for pair in ax.get_title().replace("\n", ", ").split(", "):
+        key, value = pair.split("=")
+        (column,) = [c for c in plan.facets if c.rsplit(".", 1)[-1] == key]
+        part = part[[format_value(v) == value for v in part[column]]]
+    varying = [c for c in part.columns if "." in c and part[c].astype(str).nunique() > 1]
+    ticks = tick_positions(ax)
+    means = part.groupby(varying)[plan.metric].mean().reset_index()
+    if ax.containers:  # bars: the top of each, over its category's tick
+        tops = zip(means[plan.x], means[plan.metric], strict=True)
+        return [(ticks[format_value(x)], y) for x, y in tops]
+    return list(zip(means[plan.x].astype(float), means[plan.metric], strict=True))
+
+
+def tick_positions(ax) -> dict[str, float]:
+    """Each x tick's label and position (also in a panel that does not print them)."""
+    at = ax.get_xticks()
+    return dict(zip(ax.xaxis.get_major_formatter().format_ticks(at), at, strict=True))
+
+
+def bar_places(ax) -> list[tuple[float, float]]:
+    """Each bar of ``ax`` as (its category's tick: the one whose slot holds it, its
+    top), or the bar's centre where no slot holds it whole."""
+    ticks = list(tick_positions(ax).values())
+    places = []
+    for bar in (b for container in ax.containers for b in container):
+        left, right = bar.get_x(), bar.get_x() + bar.get_width()
+        slot = [t for t in ticks if t - 0.5 <= left and right <= t + 0.5]
+        places.append((slot[0] if slot else (left + right) / 2, bar.get_height()))
+    return places
+
+
+def misdrawn(rows, figures: dict) -> list[str]:
+    """Where the figures do not draw the table: the scatter's markers against
+    :func:`scatter_figures`, the general plot's lines and bars against
+    :func:`general_figures`; categories joined by a line; a figure too wide."""
+    found = [f"{n}: {f.get_figwidth():.1f} in wide" for n, f in figures.items()
+             if f.get_figwidth() > MAX_WIDTH_IN]  # fmt: skip
+    figures = {name: fig for name, fig in figures.items() if marked(name)}
+    found += moved(figures)
+    points = scatter_figures(rows)
+    for name, fig in figures.items():
+        panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+        for ax in panels if name.startswith("bw_equivalence_bandwidth") else []:
+            found += [
+                f"{name}, {ax.get_title()}: {m}" for m in unmatched(ax, points[ax.get_title()])
+            ]
+        for ax in panels if name.startswith("report_") else []:
+            want = general_figures(rows, ax)
+            if ax.containers:
+                joined = [li for li in ax.get_lines() if len(li.get_xdata()) > 1]
+                found += [f"{name}: categories joined by a line"] * bool(joined)
+                got = sorted(bar_places(ax))
+                if len(got) != len(want) or not np.allclose(got, sorted(want), rtol=1e-9):
+                    found.append(f"{name}, {ax.get_title()!r}: bars {got} for {sorted(want)}")
+            else:
+                found += [f"{name}, {ax.get_title()!r}: {m}" for m in unmatched(ax, want)]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("preset", "narrowed", "plots"),
+    [
+        ("bw_equivalence", NARROW, {"bw_equivalence_bandwidth.png", "report_mean_pe_bw_gbs.png"}),
+        ("bw_equivalence_models", THREE,
+         {f"bw_equivalence_bandwidth_{m}.png" for m in ("pa", "va", "la")}
+         | {"report_mean_pe_bw_gbs.png"}),
+    ],
+)  # fmt: skip
+def test_every_marker_is_drawn_at_its_figures(preset, narrowed, plots, tmp_path):
+    """The main job's grid (narrowed: its sizes 512, 65536, 65792 crowd, so the general
+    plot is bars; both fabric models, the scatter the fair rows) and a 3-address sweep
+    (sizes 512 and 65536 at their value on a log axis; a scatter per model): every
+    marker within a pixel of where the axes put its figures, each figure of the table
+    drawn once, no line joining categories, no figure wider than MAX_WIDTH_IN."""
+    rows = real_sweep(tmp_path, preset, narrowed)
+    figures = report_figures(rows, tmp_path)
+    assert plots <= set(figures), sorted(figures)
+    if preset == "bw_equivalence_models":  # each model's scatter against its rows
+        for model in ("pa", "va", "la"):
+            own = {n: f for n, f in figures.items() if n.endswith(f"_{model}.png")}
+            found = misdrawn(rows[rows["address.model"] == model], own)
+            assert not found, "\n".join(found[:20])
+        figures = {n: f for n, f in figures.items() if n.startswith("report_")}
+    found = misdrawn(rows, figures)
+    assert not found, "\n".join(found[:20])
+    drawn = sum(len(drawn_points(ax)[0]) for n, f in figures.items() if marked(n) for ax in f.axes)
+    assert drawn >= 12  # the check saw markers or bars, not empty panels
+
+
+def test_equal_configurations_nest_at_their_figures(tmp_path):
+    """The main job's magnitudes: neighbour reads at 64 KiB give every shape (4 or 8
+    PEs, N = 4 to 16) 126 GB/s under both mappings. The four aligned markers sit at
+    exactly (126, 1.0), each drawn 0.6 times as wide as the one before (13, 7.8, 4.68,
+    2.81 points), so all four show, one inside the other, none moved."""
+    from kernbench.report import bw_equivalence as bw
+
+    table = bw.table(pd.DataFrame(main_job_rows()))
+    figures = saved_figures(lambda: bw.plot(table, tmp_path))
+    (ax,) = [a for a in figures["bw_equivalence_bandwidth.png"].axes if a.get_title() == "neighbor"]
+    blue = [
+        c for c in ax.collections if matplotlib.colors.to_hex(c.get_facecolor()[0]) == "#1f77b4"
+    ]
+    at = [(tuple(np.ma.getdata(c.get_offsets())[0]), np.sqrt(c.get_sizes()[0])) for c in blue]
+    assert {point for point, _ in at} == {(126.0, 1.0)}
+    assert [width for _, width in at] == pytest.approx([13.0, 7.8, 4.68, 2.808])
+    assert moved({"scatter": ax.figure}) == []

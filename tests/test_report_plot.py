@@ -1,13 +1,15 @@
 """The general report's plot, read back from the matplotlib figure: one colour per hue
 value in every panel and one legend naming them all, short axis labels with the unit
-once, x tick labels that never overlap, and a plot (not a refusal) for every study
-preset's grid."""
+once, x tick labels that never overlap, numbers at their value and crowded or worded
+values as bars (never a line joining categories, never a mark moved off its figures),
+and a plot (not a refusal) for every study preset's grid."""
 
 from __future__ import annotations
 
 import itertools
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.colors import to_hex
@@ -54,6 +56,16 @@ def pattern_of(ys) -> str:
     return pattern
 
 
+def bars(ax) -> list:
+    """The panel's bars (its Rectangle patches: the axes background is not one)."""
+    return list(ax.patches)
+
+
+def lines_joining(ax) -> list:
+    """The panel's lines through more than one point (grid lines are not among them)."""
+    return [line for line in ax.get_lines() if len(line.get_xdata()) > 1]
+
+
 def test_one_colour_per_hue_value_in_every_panel_and_one_legend():
     """``--x access_bytes --hue pattern`` on the bw_equivalence grid (issue 22: the
     legend named one of four lines, and blue was uniform in one panel, hotspot in the
@@ -61,9 +73,12 @@ def test_one_colour_per_hue_value_in_every_panel_and_one_legend():
     plan, fig = figure_for(bw_preset_rows(), PlotChoice(x="access_bytes", hue="pattern"))
     panels = [ax for ax in fig.axes if ax.get_visible()]
     colours: dict[str, set[str]] = {}
-    for ax in panels:
-        for line in ax.get_lines():
-            colours.setdefault(pattern_of(line.get_ydata()), set()).add(to_hex(line.get_color()))
+    for ax in panels:  # 512, 65536, 65792 B crowd on a size axis: a bar per size and hue
+        assert lines_joining(ax) == []
+        for bar in bars(ax):
+            colours.setdefault(pattern_of([bar.get_height()]), set()).add(
+                to_hex(bar.get_facecolor())
+            )
     assert set(colours) == set(BAND)
     assert all(len(c) == 1 for c in colours.values()), colours
     assert len({next(iter(c)) for c in colours.values()}) == 4  # four different colours
@@ -72,11 +87,9 @@ def test_one_colour_per_hue_value_in_every_panel_and_one_legend():
         t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles, strict=True)
     }
     for pattern, (colour,) in colours.items():
-        assert to_hex(shown[pattern].get_color()) == colour
+        assert to_hex(shown[pattern].get_facecolor()) == colour
     # a panel with only uniform in it (one active PE) draws it in uniform's colour
-    lone = [
-        ax for ax in panels if {pattern_of(li.get_ydata()) for li in ax.get_lines()} == {"uniform"}
-    ]
+    lone = [ax for ax in panels if {pattern_of([b.get_height()]) for b in bars(ax)} == {"uniform"}]
     assert lone
     plt.close(fig)
 
@@ -141,18 +154,83 @@ def test_close_sizes_get_tick_labels_that_do_not_overlap():
     plt.close(fig)
 
 
-def test_many_numeric_values_never_overlap():
-    """Twelve sizes from 64 B up, 65536 and 65792 among them, on a numeric (log) axis:
-    whatever is shown, no two labels overlap."""
-    sizes = [64 * 2**i for i in range(10)] + [65536, 65792]
-    rows = [make_row({MM + "hbm_mapping_mode": m, "workload.name": "stream",
-                      "workload.access_bytes": a}, status="ok", metrics={"mean_pe_bw_gbs": 1.0})
-            for m, a in itertools.product(("n_to_one", "one_to_one"), sizes)]  # fmt: skip
-    plan, fig = figure_for(pd.DataFrame(rows), PlotChoice())
+def size_rows(sizes, bw=lambda mapping, size: 1.0) -> pd.DataFrame:
+    """Stream rows of both mappings at each access size, ``bw(mapping, size)`` GB/s."""
+    return pd.DataFrame([
+        make_row({"workload.name": "stream", MM + "hbm_mapping_mode": m,
+                  "workload.access_bytes": a}, status="ok", metrics={"mean_pe_bw_gbs": bw(m, a)})
+        for m, a in itertools.product(("n_to_one", "one_to_one"), sizes)
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("sizes", "scale"),
+    [
+        ([64 * 2**i for i in range(12)], "log"),  # at their value: 2^6 .. 2^17 B
+        ([64 * 2**i for i in range(10)] + [65536, 65792], "linear"),  # crowded: 12 categories
+    ],
+)
+def test_many_numeric_values_never_overlap(sizes, scale):
+    """Twelve sizes from 64 B up: doubling, on a log axis at their value; with 65536
+    and 65792 among them, 0.4% apart, as twelve categories. Whatever is shown, no two
+    labels overlap."""
+    plan, fig = figure_for(size_rows(sizes), PlotChoice())
     (ax,) = fig.axes
-    assert ax.get_xscale() == "log"
+    assert ax.get_xscale() == scale
     boxes = visible_ticks(ax)
     assert len(boxes) >= 4 and overlapping(boxes) == []
+    plt.close(fig)
+
+
+def test_numbers_sit_at_their_value_joined_and_crowded_ones_are_bars_not_lines():
+    """FIXED = 0, 8, 16, 32, 64 cycles: markers at x = 0, 8, 16, 32, 64, not at five
+    even steps (which would draw 16 to 32 as long as 0 to 8). Sizes 512, 65536, 65792
+    B (65792 is 0.08% of the log axis from 65536: one marker's place): three
+    categories, a bar per mapping inside each one's slot, no line joining them."""
+    rows = [
+        make_row({COST + "fixed_per_cmd_cycles": f, "workload.name": w}, status="ok",
+                 metrics={"kernel_latency_ns": 1000.0 + 10 * f + (w == "gqa_opt3")})
+        for f, w in itertools.product((0, 8, 16, 32, 64), ("gqa_opt2", "gqa_opt3"))
+    ]  # fmt: skip
+    _, fig = figure_for(pd.DataFrame(rows), PlotChoice())
+    (ax,) = fig.axes
+    assert ax.get_xscale() == "linear" and bars(ax) == []
+    for line in ax.get_lines():
+        assert list(line.get_xdata()) == [0, 8, 16, 32, 64]
+    plt.close(fig)
+
+    sizes = (512, 65536, 65792)
+    rows = size_rows(sizes, lambda m, a: a / 1000 + (m == "one_to_one"))
+    _, fig = figure_for(rows, PlotChoice())
+    (ax,) = fig.axes
+    assert lines_joining(ax) == []
+    ticks = {t.get_text(): t.get_position()[0] for t in ax.get_xticklabels()}
+    assert list(ticks) == ["512", "65536", "65792"]
+    assert len(bars(ax)) == 6
+    for bar in bars(ax):  # its height says its size: inside that size's slot
+        (size,) = [a for a in sizes if round(bar.get_height() - a / 1000, 9) in (0, 1)]
+        at = ticks[str(size)]
+        assert at - 0.5 < bar.get_x() < bar.get_x() + bar.get_width() < at + 0.5
+    plt.close(fig)
+
+
+def test_equal_series_nest_at_their_value_instead_of_moving_apart():
+    """1:1 exactly on n:1 at every size: both lines' markers at the figures, drawn by
+    the axes' own data transform (nothing shifted), n:1's marker larger and its line
+    thicker, so 1:1 shows inside it; the legend's markers are the lines' sizes."""
+    sizes = [64 * 2**i for i in range(6)]
+    _, fig = figure_for(size_rows(sizes, lambda m, a: 5.0), PlotChoice())
+    (ax,) = fig.axes
+    first, second = ax.get_lines()
+    for line in (first, second):
+        assert list(line.get_xdata()) == sizes and set(line.get_ydata()) == {5.0}
+        drawn = line.get_transform().transform(line.get_xydata())
+        assert np.abs(drawn - ax.transData.transform(line.get_xydata())).max() < 0.01
+    assert first.get_markersize() > second.get_markersize() >= 4
+    assert first.get_linewidth() > second.get_linewidth()
+    (legend,) = fig.legends
+    shown = [h.get_markersize() for h in legend.legend_handles if h.get_marker() == "o"]
+    assert shown == [first.get_markersize(), second.get_markersize()]
     plt.close(fig)
 
 
@@ -165,7 +243,8 @@ def test_bw_preset_with_the_mapping_as_hue_is_plotted():
         assert plan.hue == MM + "hbm_mapping_mode"
         panels = [ax for ax in fig.axes if ax.get_visible()]
         assert len(panels) == 12  # the first figure of two: 12 and 8 panels
-        styles = {(to_hex(li.get_color()), li.get_linestyle()) for li in panels[0].get_lines()}
+        # sizes crowd: bars, the fabric model as each bar's hatch
+        styles = {(to_hex(b.get_facecolor()), b.get_hatch()) for b in bars(panels[0])}
         assert len(styles) == 4
         (legend,) = fig.legends
         texts = [t.get_text() for t in legend.get_texts()]

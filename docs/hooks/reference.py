@@ -2,7 +2,9 @@
 
 Nothing here is a copy that can go stale: the key reference is what ``kernbench
 --keys`` prints (:func:`kernbench.cli.help.key_rows`: the schema's fields with their
-meanings, types, units, limits and the defaults ``conf/`` composes to), the group and
+meanings, types, units, limits and the defaults ``conf/`` composes to; then
+:func:`kernbench.cli.keys.setting_keys`: the sweeper's and launcher's keys from
+``kernbench/sweep/settings.py``, Optuna's ``n_trials``, ``KERNBENCH_PURE``), the group and
 preset pages read ``conf/`` and ``experiments/``, the column reference reads
 :mod:`kernbench.config.columns` and :mod:`kernbench.results` (their meanings from
 ``columns.yaml`` beside this file, which the build holds to those columns), and the
@@ -66,7 +68,7 @@ def _code(text: str) -> str:
 
 def keys_page() -> str:
     from kernbench.cli.help import composed_defaults, key_rows, workload_defaults
-    from kernbench.cli.keys import own_keys
+    from kernbench.cli.keys import own_keys, setting_keys
     from kernbench.cli.precheck import group_options, schema_of_option
 
     defaults = composed_defaults()
@@ -108,6 +110,19 @@ def keys_page() -> str:
         # this workload's meaning and default; the limit without the owners (the title's)
         out += [_key_line(key, values.get(name, ""), key.limit) for name, key in own.items()]
         out.append("")
+    out += [
+        "## Sweeper, launcher and environment",
+        "",
+        "Not config keys: the sweeper's and the launcher's own, set on a `-m` command line",
+        "(`hydra.sweeper.point_timeout_s=600`; `n_trials` with `hydra/sweeper=optuna`), and",
+        "an environment variable. Generated from `kernbench/sweep/settings.py` (each field's",
+        "meaning, default and limit), the Optuna plugin's defaults and `kernbench/cli/keys.py`;",
+        "`kernbench --keys` prints them after the config keys.",
+        "",
+        *_TABLE_HEAD,
+        *(_key_line(key, default, key.limit) for key, default in setting_keys()),
+        "",
+    ]
     return "\n".join(out)
 
 

@@ -3,8 +3,10 @@
 The groups and their options are read from ``conf/`` and the ConfigStore (hidden
 ``base_*`` schema nodes left out, ``+experiment=`` with its plus); the keys from
 :mod:`.keys`; each key's default from the config ``kernbench`` composes with no
-overrides (a workload's own keys from that workload's option). Nothing here is
-written by hand twice.
+overrides (a workload's own keys from that workload's option); after them, the
+settings that are not config keys (the sweeper's and launcher's, Optuna's
+``n_trials``, ``KERNBENCH_PURE``: :func:`~kernbench.cli.keys.setting_keys`). Nothing
+here is written by hand twice.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
-from kernbench.cli.keys import Key, default_of, schema_keys
+from kernbench.cli.keys import Key, default_of, schema_keys, setting_keys
 from kernbench.cli.precheck import (
     group_options,
     schema_of_option,
@@ -143,9 +145,25 @@ def _flat(cfg: DictConfig) -> dict[str, str]:
 
 
 def key_table(defaults: dict[str, str] | None = None) -> list[str]:
-    """One aligned line per key: name, type, unit, default, limit; under it, indented
-    further, what the key means (from the schema)."""
-    found = key_rows(defaults)
+    """What ``--keys`` prints: one aligned line per key: name, type, unit, default,
+    limit; under it, indented further, what the key means (from the schema). Then,
+    under :data:`SETTINGS_HEADING`, the same for :func:`settings_table`."""
+    return [*_table(key_rows(defaults)), *settings_table()]
+
+
+SETTINGS_HEADING = (
+    "  not config keys: the sweeper's and launcher's (hydra.sweeper.<key>=... with -m),"
+    " and the environment's:"
+)
+
+
+def settings_table() -> list[str]:
+    """:func:`~kernbench.cli.keys.setting_keys` (the sweeper's and launcher's keys,
+    ``KERNBENCH_PURE``) laid out as the config keys are, under :data:`SETTINGS_HEADING`."""
+    return [SETTINGS_HEADING, *_table([(k, d, k.limit) for k, d in setting_keys()])]
+
+
+def _table(found: list[tuple[Key, str, str]]) -> list[str]:
     keys = [key for key, _, _ in found]
     rows = [("key", "type", "unit", "default", "limit")]
     rows += [(k.name, k.type, k.unit or "-", d, limit) for k, d, limit in found]
@@ -162,8 +180,10 @@ MEANING_INDENT = " " * 6  # a key's meaning, under its line (key lines are inden
 
 
 def key_lines(table: list[str]) -> list[str]:
-    """The key lines of :func:`key_table` (its header first), without the meanings."""
-    return [line for line in table if not line.startswith(MEANING_INDENT)]
+    """The config key lines of :func:`key_table` (its header first), without the
+    meanings and without the settings after :data:`SETTINGS_HEADING`."""
+    keys = table[: table.index(SETTINGS_HEADING)] if SETTINGS_HEADING in table else table
+    return [line for line in keys if not line.startswith(MEANING_INDENT)]
 
 
 def key_rows(defaults: dict[str, str] | None = None, width: int = 24) -> list[tuple[Key, str, str]]:

@@ -9,17 +9,27 @@ with no overrides (each workload's own keys from its option). ``kernbench --keys
 prints :func:`key_table`, and the documentation's key reference is made from the same
 :func:`schema_keys`; the typo check (:mod:`.precheck`) matches against
 :func:`schema_keys`.
+
+Besides the config keys, :func:`setting_keys`: what users set that is not one, the
+sweeper's and launcher's own keys (``hydra.sweeper.point_timeout_s``, from the fields of
+:mod:`kernbench.sweep.settings`: meaning, default and limit), Optuna's ``n_trials``
+(its default from the installed plugin), and the ``KERNBENCH_PURE`` environment
+variable.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
+import types
 import typing
 from dataclasses import MISSING, dataclass
 from enum import Enum
 from functools import cache
 from typing import Any
 
+from kernbench import PURE_ENV
 from kernbench.config.decoder_rules import LIMITS as DECODER_LIMITS
 from kernbench.config.limits import (
     AT_LEAST_ONE,
@@ -32,6 +42,7 @@ from kernbench.config.limits import (
 from kernbench.config.schema import MEANING
 from kernbench.config.store import WORKLOAD_SCHEMAS, AppConfig
 from kernbench.config.validate import GQA_AT_LEAST_ONE, TRITON_SIZES
+from kernbench.sweep.settings import LIMIT, KernbenchLauncherConf, KernbenchSweeperConf
 from kernbench.units import unit_of
 
 # Limits a single key's rule table cannot state (cross-field rules of validate.py).
@@ -161,3 +172,72 @@ def default_of(field_default: Any) -> str:
     if isinstance(field_default, Enum):
         return field_default.value
     return str(field_default)
+
+
+# --- settings that are not config keys ----------------------------------------------
+
+OPTUNA_CONF = "hydra_plugins.hydra_optuna_sweeper.config"  # the optuna extra's schema
+# Optuna's sweeper keys a kernbench study sets (design_search), with what they mean here.
+OPTUNA_KEYS = {
+    "n_trials": "with hydra/sweeper=optuna: how many trials (points) the search runs,"
+    " Optuna's hydra.sweeper.n_jobs of them a batch (the launcher's n_jobs run each batch)",
+}
+PURE = Key(
+    PURE_ENV,
+    "environment",
+    "",
+    "1, or 0 / unset (any other value is refused)",
+    str,
+    "1 when running kernbench: every kernbench module runs from its .py source, not the"
+    " compiled build (a profiler such as py-spy or cProfile sees into it); 1 when"
+    " installing (pip install): nothing is compiled, the install is pure Python",
+)
+
+
+def setting_keys() -> list[tuple[Key, str]]:
+    """Each setting users give that is not a config key, with its default: the kernbench
+    sweeper's and launcher's keys (``hydra.sweeper.*``, ``hydra.launcher.*``; their
+    meanings, defaults and limits are their fields' in :mod:`kernbench.sweep.settings`),
+    Optuna's :data:`OPTUNA_KEYS` (defaults from the plugin, when the optuna extra is
+    installed) and :data:`PURE`."""
+    found = _fields(KernbenchSweeperConf, "hydra.sweeper.")
+    found += _fields(KernbenchLauncherConf, "hydra.launcher.")
+    return [*found, *_optuna_keys(), (PURE, "unset")]
+
+
+def _fields(schema: type, prefix: str) -> list[tuple[Key, str]]:
+    hints = typing.get_type_hints(schema)
+    keys = []
+    for f in dataclasses.fields(schema):
+        if f.name.startswith("_"):
+            continue
+        name, meaning = prefix + f.name, str(f.metadata.get(MEANING, ""))
+        limit = str(f.metadata.get(LIMIT, ""))
+        key = Key(name, _setting_type(hints[f.name]), unit_of(name), limit, hints[f.name], meaning)
+        keys.append((key, "null" if f.default is None else str(f.default)))
+    return keys
+
+
+def _setting_type(hint: Any) -> str:
+    """A sweeper field's type as a user writes it: ``int`` for ``int | None``, ``dict``
+    for the grid, ``any`` for a word or a list (the limit says which)."""
+    if hint is Any:
+        return "any"
+    inner = [a for a in typing.get_args(hint) if a is not type(None)]
+    if inner and typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = inner[0]
+    return getattr(typing.get_origin(hint), "__name__", None) or type_name(hint)
+
+
+def _optuna_keys() -> list[tuple[Key, str]]:
+    """Optuna's keys of :data:`OPTUNA_KEYS`, each with the plugin's default, or "(optuna
+    extra)" when it is not installed."""
+    defaults: dict[str, str] = {}
+    if importlib.util.find_spec(OPTUNA_CONF.rsplit(".", 1)[0]) is not None:
+        schema = importlib.import_module(OPTUNA_CONF).OptunaSweeperConf
+        defaults = {f.name: str(f.default) for f in dataclasses.fields(schema)}
+    return [
+        (Key(f"hydra.sweeper.{name}", "int", "", "", int, meaning),
+         defaults.get(name, "(optuna extra)"))
+        for name, meaning in OPTUNA_KEYS.items()
+    ]  # fmt: skip

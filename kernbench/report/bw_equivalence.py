@@ -37,7 +37,7 @@ A claim with no row to test is NOT TESTED, never DOES NOT HOLD.
 from __future__ import annotations
 
 import itertools
-import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -48,7 +48,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import TwoSlopeNorm  # noqa: E402
-from matplotlib.transforms import ScaledTranslation  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from kernbench.report.claims import Claim  # noqa: E402
 from kernbench.report.facets import (  # noqa: E402
@@ -63,7 +63,7 @@ from kernbench.report.facets import (  # noqa: E402
     value_name,
 )
 from kernbench.report.formatting import format_value  # noqa: E402
-from kernbench.report.plots import save_figure, wrapped  # noqa: E402
+from kernbench.report.plots import grid_of, save_figure, wrapped  # noqa: E402
 from kernbench.report.tables import (  # noqa: E402
     ACCESS,
     ALIGN,
@@ -248,9 +248,9 @@ def lines(table: pd.DataFrame) -> list[str]:
             values = ", ".join(value_name(key, v) for v in ordered(table[key]))
             what = "claims and plots" if key in claimed else "plots"
             said.append(f"{key} varies: {what} per value ({values})")
-    said.append(TOLERANCE_WHY)
+    said.append(textwrap.fill(TOLERANCE_WHY, 100, subsequent_indent="    "))
     if both_models(table):
-        said.append(FAIR_WHY)
+        said.append(textwrap.fill(FAIR_WHY, 100, subsequent_indent="    "))
     return said
 
 
@@ -480,9 +480,17 @@ def _bottlenecks(rows: pd.DataFrame) -> str:
 
 
 SIZE_COLOURS = {"aligned": "tab:blue", "misaligned": "tab:orange", "< stripe": "tab:green"}
-# Markers of one point drawn side by side, this many points apart (a marker is ~6.5
-# wide): configurations with equal figures stay visible, each a sliver beside the next.
-DODGE_PT = 2.2
+# A marker type per shape (PE count and N), boxy ones first: a square's corners show
+# round the circle drawn inside it, a circle's round the diamond, and so on.
+MARKERS = "soD^v<>p*h"
+# Marker diameter (points). A marker drawn within NEAR of the axes' span (on both axes)
+# of k markers drawn before it is NEST^k as wide, so configurations with equal figures
+# (4 and 8 PEs each reading its own N = 8 channels; on hotspot, 512 B as fast as 64 KiB)
+# nest, each a ring round the next, none moved from its figures. Below 2/3, a square
+# inside a square still leaves a ring a fifth of the outer's width on every side.
+MARKER_PT = 13.0
+NEAR = 0.02
+NEST = 0.6
 
 
 def _case(row: pd.Series) -> str:
@@ -497,14 +505,15 @@ def _shape(row: pd.Series, keys: list[str]) -> str:
 
 
 def plot(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """``bw_equivalence_bandwidth.png`` (per traffic case, 1:1 against n:1 bandwidth:
-    on the diagonal they agree) and ``bw_equivalence_ratio.png`` (heat map of 1:1 / n:1,
-    traffic case and access size across, PE count and N down, of those that vary).
-    With both fabric models they draw the fair rows, and their titles say so: a point
-    or cell never mixes the models (the table and the booking-order claims hold the
-    reservation figures). Per value of a key the plots do not place (:data:`PLACED`:
-    the address model, a key swept by hand, the alignment offset) the two are drawn
-    again, the value in the file name (``bw_equivalence_ratio_la.png``) and the title."""
+    """``bw_equivalence_bandwidth.png`` (per traffic case, 1:1 / n:1 against n:1
+    per-PE bandwidth: on the line at 1 they agree) and ``bw_equivalence_ratio.png``
+    (heat map of 1:1 / n:1, traffic case and access size across, PE count and N down,
+    of those that vary). With both fabric models they draw the fair rows, and their
+    titles say so: a point or cell never mixes the models (the table and the
+    booking-order claims hold the reservation figures). Per value of a key the plots
+    do not place (:data:`PLACED`: the address model, a key swept by hand, the alignment
+    offset) the two are drawn again, the value in the file name
+    (``bw_equivalence_ratio_la.png``) and the title."""
     paths = []
     span = _span(plotted(table)[RATIO])  # one colour scale: the facets' maps compare
     for facet in split(table, facet_keys(table, PLACED)):
@@ -531,50 +540,89 @@ def plotted(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _scatter(t: pd.DataFrame, path: Path, note: str = "") -> Path:
-    """One panel per traffic case: 1:1 against n:1, colour = access class, marker =
-    shape, each (class, shape) a few points beside the others (:data:`DODGE_PT`); one
-    legend for the figure, below the panels."""
+    """One panel per traffic case: 1:1 / n:1 (y) against n:1 per-PE bandwidth (x), so
+    the quantity the claims judge is a position, read to the tolerance (a scatter of
+    1:1 against n:1 showed a 1% gap as a hair's breadth off its diagonal). Colour =
+    access class, marker = shape, equal points nested (:data:`NEST`); every marker at
+    its figures. One y scale for every panel, so a gap reads the same in each; one
+    legend, below."""
     cases = list(dict.fromkeys(t["case"]))
-    cols = min(3, len(cases))
-    rows = math.ceil(len(cases) / cols)
+    rows, cols = grid_of(len(cases))
     fig, axes = plt.subplots(rows, cols, figsize=(3.9 * cols + 0.6, 3.6 * rows + 1.6),
-                             squeeze=False, layout="constrained")  # fmt: skip
-    shapes = list(dict.fromkeys(t["shape"]))
-    markers = dict(zip(shapes, "osD^v<>p*h", strict=False))
-    groups = list(itertools.product(SIZE_COLOURS, shapes))
+                             sharey=True, squeeze=False, layout="constrained")  # fmt: skip
+    markers = dict(zip(dict.fromkeys(t["shape"]), itertools.cycle(MARKERS)))
+    ylim = _ratio_limits(t[RATIO])
     for n, (ax, case) in enumerate(zip(axes.flat, cases, strict=False)):
-        _panel(ax, t[t["case"] == case], markers, groups, n)
+        _panel(ax, t[t["case"] == case], markers, ylim, n)
         ax.set_title(case, fontsize=10)
     for ax in list(axes.flat)[len(cases) :]:
         ax.axis("off")
-    handles = (zip(*ax.get_legend_handles_labels(), strict=True) for ax in axes.flat)
-    legend = {lab: h for pairs in handles for h, lab in pairs}
-    fig.legend(legend.values(), legend.keys(), loc="outside lower center", ncol=min(3, len(legend)),
-               fontsize=8, frameon=False)  # fmt: skip
-    width = fig.get_figwidth()
-    title = f"1:1 against n:1 per traffic case{note}; on the dashed diagonal they agree"
-    fig.suptitle(wrapped(title, width, 11), fontsize=11)
+    handles = _legend(t, markers)
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(3, len(handles)), fontsize=8,
+               frameon=False, title="colour: access class; marker: PEs and N; equal points"
+               " nested, the later inside", title_fontsize=8)  # fmt: skip
+    title = (
+        f"1:1 / n:1 per-PE bandwidth against n:1's, per traffic case{note}: on the dashed"
+        f" line the mappings agree, in the grey band within {BW_EQUAL_TOL:.0%}"
+    )
+    fig.suptitle(wrapped(title, fig.get_figwidth(), 11), fontsize=11)
     return save_figure(fig, path)
 
 
-def _panel(ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], groups: list, n: int) -> None:
-    centre = (len(groups) - 1) / 2
-    # drawn in the order of their shifts, so each marker's left edge stays uncovered
-    drawn_in = sorted(part.groupby(["size", "shape"], sort=False), key=lambda k: groups.index(k[0]))
-    for (size, shape), g in drawn_in:
-        i = groups.index((size, shape))
-        drawn = ax.scatter(g[N1], g[ONE], c=SIZE_COLOURS[size], marker=markers[shape], s=40,
-                           label=size if shape == "all" else f"{size}, {shape}", edgecolors="white",
-                           linewidths=0.4)  # fmt: skip
-        shift = ScaledTranslation((i - centre) * DODGE_PT / 72, 0, ax.figure.dpi_scale_trans)
-        drawn.set_offset_transform(ax.transData + shift)
-        drawn.set_gid(f"series-{n}-{i}")
-    top = max(part[N1].max(), part[ONE].max()) * 1.1
-    ax.plot([0, top], [0, top], color="grey", lw=0.8, ls="--")
-    ax.set(xlim=(0, top), ylim=(0, top))
+def _label(size: str, shape: str) -> str:
+    return size if shape == "all" else f"{size}, {shape}"
+
+
+def _panel(
+    ax: plt.Axes, part: pd.DataFrame, markers: dict[str, str], ylim: tuple[float, float], n: int
+) -> None:
+    """One traffic case: each (shape, access class) a series ``series-<panel>-<i>`` at
+    (n:1 GB/s, 1:1 / n:1), sized by :func:`_depths`; the line at 1, the tolerance band."""
+    ax.set(xlim=(0, part[N1].max() * 1.1), ylim=ylim)
+    groups = _groups(part, markers)
+    depths = iter(_depths(pd.concat([g for _, g in groups]), ax))
+    for i, ((shape, size), g) in enumerate(groups):
+        widths = [MARKER_PT * NEST ** next(depths) for _ in range(len(g))]
+        ax.scatter(g[N1], g[RATIO], c=SIZE_COLOURS[size], marker=markers[shape],
+                   s=np.square(widths), edgecolors="white", linewidths=0.4,
+                   gid=f"series-{n}-{i}")  # fmt: skip
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.axhspan(1 - BW_EQUAL_TOL, 1 + BW_EQUAL_TOL, color="0.9", lw=0, zorder=0)
     ax.tick_params(labelsize=8)
     ax.set_xlabel("n:1 per-PE bandwidth (GB/s)", fontsize=9)
-    ax.set_ylabel("1:1 per-PE bandwidth (GB/s)", fontsize=9)
+    ax.set_ylabel("1:1 / n:1", fontsize=9)
+
+
+def _depths(points: pd.DataFrame, ax: plt.Axes) -> list[int]:
+    """For each point in drawing order, how many drawn before it lie within
+    :data:`NEAR` of the axes' span of it on both axes (where its marker would cover
+    theirs)."""
+    spans = [np.subtract(*reversed(lim)) for lim in (ax.get_xlim(), ax.get_ylim())]
+    at = points[[N1, RATIO]].to_numpy() / spans
+    return [int((np.abs(at[:k] - at[k]) < NEAR).all(axis=1).sum()) for k in range(len(at))]
+
+
+def _ratio_limits(ratios: pd.Series) -> tuple[float, float]:
+    """The shared y range: every ratio and the tolerance band, with a margin that
+    keeps the outermost markers whole."""
+    low = min(float(ratios.min()), 1 - BW_EQUAL_TOL)
+    high = max(float(ratios.max()), 1 + BW_EQUAL_TOL)
+    margin = 0.08 * (high - low)
+    return low - margin, high + margin
+
+
+def _groups(t: pd.DataFrame, markers: dict[str, str]) -> list:
+    """``((shape, access class), rows)`` of ``t`` in drawing order: by shape, then class."""
+    groups = t.groupby(["shape", "size"], sort=False)
+    order = (list(markers), list(SIZE_COLOURS))
+    return sorted(groups, key=lambda g: (order[0].index(g[0][0]), order[1].index(g[0][1])))
+
+
+def _legend(t: pd.DataFrame, markers: dict[str, str]) -> list[Line2D]:
+    """One entry per (shape, access class) drawn, with its marker and colour."""
+    return [Line2D([], [], linestyle="none", marker=markers[shape], markersize=MARKER_PT * 0.8,
+                   color=SIZE_COLOURS[size], markeredgecolor="white", label=_label(size, shape))
+            for (shape, size), _ in _groups(t, markers)]  # fmt: skip
 
 
 def _span(ratios: pd.Series) -> tuple[float, float]:

@@ -4,16 +4,20 @@ The general report's plot. ``x`` is the axis with the most numeric values (a siz
 a count, a cycle figure) unless given; ``hue`` a remaining choice-like axis (the
 channel mapping, the workload) unless given; every other axis gets its own panel,
 so nothing is averaged away (past :data:`MAX_PANELS` panels, the facet key with the
-fewest values becomes the line style). Colours, line styles and x positions are
-fixed once from every row: a hue value has one colour in every panel, and the one
-legend names every value. Axis labels are short, with the unit once
+fewest values becomes the line style). Colours, line styles, marker sizes and x
+positions are fixed once from every row: a hue value has one colour in every panel,
+and the one legend names every value. Axis labels are short, with the unit once
 (:func:`kernbench.units.axis_label`); x tick labels never overlap.
 
-What a reader compares must stay visible: series that coincide (1:1 drawn exactly on
-n:1) are drawn side by side, each hue value's markers shifted a few points
-(:func:`dodge`); panels whose values differ by more than :data:`SHARED_Y_SPAN` times
-get a y scale each (a hotspot panel at 20 GB/s is not a flat line under a local one's
-500); and more panels than :data:`PER_FIGURE` are split over several figures, so each
+Every mark sits where its figures say (:class:`XAxis`): numbers at their value,
+joined by lines; words, or numbers too close to tell apart at their value (65536 and
+65792 among 512..65792), as categories, one group of bars each, never joined. Nothing
+is moved to stay visible: series that coincide (1:1 exactly on n:1) are told apart by
+their marks instead, each later series drawn smaller and thinner (:func:`marker_sizes`),
+so an equal one shows inside the one before it. Panels whose values differ by more
+than :data:`SHARED_Y_SPAN` times get a y scale each (a hotspot panel at 20 GB/s is not
+a flat line under a local one's 500); and more panels than :data:`PER_FIGURE` are
+split over several figures, :data:`~kernbench.report.plots.COLUMNS` to a row, so each
 panel stays large enough to read at a page's width.
 """
 
@@ -31,31 +35,37 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.transforms import ScaledTranslation  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from kernbench.errors import KernBenchError  # noqa: E402
 from kernbench.report.formatting import format_value, natural_order  # noqa: E402
-from kernbench.report.plots import save_figure, wrapped  # noqa: E402
+from kernbench.report.plots import grid_of, save_figure, wrapped  # noqa: E402
 from kernbench.units import axis_label  # noqa: E402
 
 MAX_PANELS = 24
-# Panels per figure, in at most COLUMNS columns: a figure a page's width wide keeps
-# its titles and ticks near their size in points. More than MAX_FIGURES figures is
+# Panels per figure (in rows of plots.COLUMNS): a figure a page's width wide keeps its
+# titles and ticks near their size in points. More than MAX_FIGURES figures is
 # refused: choose --x and --hue.
 PER_FIGURE = 12
-COLUMNS = 3
 MAX_FIGURES = 4
 # Panels share a y scale unless their largest values differ by more than this factor.
 SHARED_Y_SPAN = 4.0
-# Neighbouring hue values' markers sit this many points apart (a marker is 6 wide).
-DODGE_PT = 2.5
 LINE_STYLES = ("-", "--", ":", "-.")
-# A numeric x with at most this many values is drawn equally spaced, in order.
-EVEN_UP_TO = 8
+# Bars of a style value (the style key on a categorical x), in the order of LINE_STYLES.
+HATCHES = ("", "//", "..", "xx")
 # A numeric x spanning this factor or more is drawn on a log scale.
 LOG_SPAN = 64
+# Two x values closer than this fraction of the axis (a marker's width in a panel about
+# 250 points wide) cannot be told apart at their value: the values become categories.
+CROWDED = 0.03
+# Marker diameters (points) of the first and the last series: each series in between a
+# step smaller, so a series equal to an earlier one shows as a disc inside it.
+MARKER_PT = (10.0, 4.0)
+# The share of a category's slot its bars fill (the rest keeps groups apart).
+BAR_GROUP = 0.8
 
 
 class PlotError(KernBenchError):
@@ -123,7 +133,7 @@ def metric_figures(
     look = Look(XAxis.of(ok[x]), hue, palette(ok, hue), style, _styles(ok, style))
     parts = [_select(ok, facets, combo) for combo in panels]
     shared = shared_y(parts, metric)
-    pages = -(-len(panels) // PER_FIGURE)
+    pages = _pages(len(panels))
     figures = []
     for page in range(pages):
         at = slice(page * PER_FIGURE, (page + 1) * PER_FIGURE)
@@ -131,6 +141,16 @@ def metric_figures(
         title += f" ({page + 1} of {pages})" if pages > 1 else ""
         figures.append(_figure(parts[at], panels[at], facets, metric, x, look, shared, title))
     return figures
+
+
+def figure_count(ok: pd.DataFrame, facets: list[str]) -> int:
+    """How many figures :func:`metric_figures` draws for ``facets`` (the general plot's
+    files: ``report_<metric>.png``, then ``_2``, ``_3``, ...), without drawing them."""
+    return _pages(len(_combos(ok, fit_panels(ok, facets)[0])))
+
+
+def _pages(panels: int) -> int:
+    return -(-panels // PER_FIGURE)
 
 
 def shared_y(parts: list[pd.DataFrame], metric: str) -> bool:
@@ -151,8 +171,7 @@ def _figure(
     shared: bool,
     title: str,
 ) -> Figure:
-    cols = min(COLUMNS, len(panels))
-    rows = -(-len(panels) // cols)
+    rows, cols = grid_of(len(panels))
     size = (3.6 * cols + 2.2, 2.7 * rows + 1.2)
     fig, axs = plt.subplots(
         rows, cols, figsize=size, sharex=True, sharey=shared, squeeze=False, layout="constrained"
@@ -179,44 +198,76 @@ def _figure(
 
 @dataclass(frozen=True)
 class XAxis:
-    """Where each x value sits: numeric values at their value (a log scale when they
-    span :data:`LOG_SPAN` or more), unless there are at most :data:`EVEN_UP_TO` of
-    them: then, like words, equally spaced in order, so close values (65536, 65792)
-    never share a spot."""
+    """Where each x value sits. Numbers at their value (a log scale when they span
+    :data:`LOG_SPAN` or more), so the distance between two is what it says; words, or
+    numbers of which two would crowd (closer than :data:`CROWDED` of the axis: 65536
+    and 65792 among 512..65792), are categories: equally spaced in order, each its own
+    group of bars, never joined by a line (an even spacing would claim a distance the
+    values do not have)."""
 
     values: list
     positions: dict[str, float]
-    scale: str  # "linear", "log2" or "log10"
+    scale: str  # "linear", "log2", "log10", or "category"
 
     @classmethod
     def of(cls, column: pd.Series) -> XAxis:
         values = _ordered(column)
-        if not _numeric(column) or len(values) <= EVEN_UP_TO:
-            return cls(values, {str(v): float(i) for i, v in enumerate(values)}, "linear")
-        numbers = [float(v) for v in values]
-        scale = "linear"
-        if min(numbers) > 0 and max(numbers) / min(numbers) >= LOG_SPAN:
-            scale = "log2" if all(_power_of_two(v) for v in numbers) else "log10"
-        return cls(values, {str(v): n for v, n in zip(values, numbers, strict=True)}, scale)
+        if _numeric(column):
+            numbers = [float(v) for v in values]
+            scale = _scale(numbers)
+            if not _crowded(numbers, scale):
+                return cls(values, {str(v): n for v, n in zip(values, numbers, strict=True)}, scale)
+        return cls(values, {str(v): float(i) for i, v in enumerate(values)}, "category")
+
+    @property
+    def categorical(self) -> bool:
+        return self.scale == "category"
 
     def apply(self, ax) -> None:  # noqa: ANN001
-        if self.scale != "linear":
+        if self.scale.startswith("log"):
             ax.set_xscale("log", base=2 if self.scale == "log2" else 10)
+        if self.categorical:
+            ax.set_xlim(-0.5, len(self.values) - 0.5)
         ticks = [self.positions[str(v)] for v in self.values]
         ax.set_xticks(ticks, [format_value(v) for v in self.values], fontsize=7)
         ax.minorticks_off()
 
 
+def _scale(numbers: list[float]) -> str:
+    """``log2`` (all powers of two) or ``log10`` when positive values span
+    :data:`LOG_SPAN` or more, else ``linear``."""
+    if min(numbers) > 0 and max(numbers) / min(numbers) >= LOG_SPAN:
+        return "log2" if all(_power_of_two(v) for v in numbers) else "log10"
+    return "linear"
+
+
+def _crowded(numbers: list[float], scale: str) -> bool:
+    """Whether two neighbouring values lie closer than :data:`CROWDED` of the axis's
+    span (on its scale), too close for their markers and tick labels to part."""
+    at = np.log(numbers) if scale != "linear" else np.asarray(numbers)
+    span = float(at.max() - at.min()) if len(at) else 0.0
+    return span > 0 and float(np.diff(np.sort(at)).min()) < CROWDED * span
+
+
 @dataclass(frozen=True)
 class Look:
-    """How every panel draws: the x axis, a colour per hue value, a line style per
-    style value (all fixed once from every row)."""
+    """How every panel draws: the x axis, a colour per hue value, a line style (or
+    hatch) per style value, and from those the series, each with its marker size
+    and bar slot (all fixed once from every row)."""
 
     x: XAxis
     hue: str | None
     colours: dict[str, Any]
     style: str | None
     styles: dict[str, str]
+
+    @property
+    def series(self) -> list[tuple[str, str]]:
+        """Every (hue value, style value), hue first; ``""`` for a key not drawn."""
+        return list(itertools.product(list(self.colours) or [""], list(self.styles) or [""]))
+
+    def hatch(self, style_value: str) -> str:
+        return HATCHES[list(self.styles).index(style_value)] if style_value else ""
 
 
 def fit_panels(ok: pd.DataFrame, facets: list[str]) -> tuple[list[str], str | None]:
@@ -254,51 +305,75 @@ def _styles(ok: pd.DataFrame, style: str | None) -> dict[str, str]:
 
 
 def _panel(ax, part: pd.DataFrame, metric: str, x: str, look: Look, n: int = 0) -> None:  # noqa: ANN001
-    series = list(itertools.product(
-        _present(part, look.hue, look.colours), _present(part, look.style, look.styles)
-    ))  # fmt: skip
+    """One panel: each series at its figures, as a line over numbers or as bars over
+    categories (:class:`XAxis`)."""
+    series = look.series
+    sizes = marker_sizes(len(series))
     for i, (hue_value, style_value) in enumerate(series):
-        line = part
-        if look.hue:
-            line = line[line[look.hue].astype(str) == hue_value]
-        if look.style:
-            line = line[line[look.style].astype(str) == style_value]
-        means = line.groupby(line[x].astype(str))[metric].mean()  # repeats of a point
-        xs = [str(v) for v in look.x.values if str(v) in means.index]
-        if not xs:
+        means = _means(part, metric, x, look, hue_value, style_value)
+        if means.empty:
             continue
-        (drawn,) = ax.plot([look.x.positions[v] for v in xs], [means[v] for v in xs],
-                           marker="o", markersize=6, color=look.colours.get(hue_value, "C0"),
+        xs = [look.x.positions[v] for v in means.index]
+        colour = look.colours.get(hue_value, "C0")
+        if look.x.categorical:
+            _bars(ax, xs, means, i, len(series), colour, look.hatch(style_value))
+            continue
+        (drawn,) = ax.plot(xs, means.to_numpy(), marker="o", markersize=sizes[i],
+                           linewidth=sizes[i] / 5, color=colour,
                            linestyle=look.styles.get(style_value, "-"))  # fmt: skip
-        drawn.set_transform(dodge(ax, i, len(series)))  # after autoscaling on the data
-        drawn.set_gid(f"series-{n}-{i}")
+        drawn.set_gid(f"series-{n}-{i}")  # its markers, for the legibility test
     look.x.apply(ax)
-    ax.grid(alpha=0.3)
+    ax.grid(alpha=0.3, axis="y" if look.x.categorical else "both")
 
 
-def dodge(ax, i: int, count: int):  # noqa: ANN001, ANN201
-    """The data transform of series ``i`` of ``count`` in a panel, shifted sideways
-    :data:`DODGE_PT` points from its neighbours and centred on the true x, so series
-    with equal values are drawn side by side, never one exactly under another."""
-    shift = (i - (count - 1) / 2) * DODGE_PT / 72
-    return ax.transData + ScaledTranslation(shift, 0, ax.figure.dpi_scale_trans)
+def _means(
+    part: pd.DataFrame, metric: str, x: str, look: Look, hue_value: str, style_value: str
+) -> pd.Series:
+    """One series' mean ``metric`` per x value (repeats of a point averaged), indexed
+    by the value's text, in the axis's order."""
+    rows = part
+    if look.hue:
+        rows = rows[rows[look.hue].astype(str) == hue_value]
+    if look.style:
+        rows = rows[rows[look.style].astype(str) == style_value]
+    means = rows.groupby(rows[x].astype(str))[metric].mean()
+    return means.reindex([str(v) for v in look.x.values if str(v) in means.index])
 
 
-def _present(part: pd.DataFrame, key: str | None, fixed: dict[str, Any]) -> list[str]:
-    """The values of ``key`` this panel holds, in the fixed order ([""] without a key)."""
-    if key is None:
-        return [""]
-    here = set(part[key].astype(str))
-    return [v for v in fixed if v in here]
+def marker_sizes(count: int) -> list[float]:
+    """Marker diameters (points) of ``count`` series, from :data:`MARKER_PT`'s first to
+    its last: where series coincide, each shows as a ring round the next instead of
+    being moved off its figures (one series: the middle size)."""
+    big, small = MARKER_PT
+    return [(big + small) / 2] if count == 1 else [float(d) for d in np.linspace(big, small, count)]
 
 
-def _legend(look: Look) -> list[Line2D]:
-    """Every hue value with its colour, then every style value with its line style."""
-    handles = [Line2D([], [], linestyle="none", label=axis_label(look.hue))] if look.hue else []
-    handles += [Line2D([], [], color=c, marker="o", label=v) for v, c in look.colours.items()]
+def _bars(ax, xs: list[float], means: pd.Series, i: int, count: int, colour, hatch: str) -> None:  # noqa: ANN001
+    """Series ``i`` of ``count`` as bars, each in slot ``i`` of its category's group:
+    the group spans :data:`BAR_GROUP` of the category's unit slot around its tick, so
+    every bar stays inside its category."""
+    width = BAR_GROUP / count
+    left = [x - BAR_GROUP / 2 + i * width for x in xs]
+    ax.bar(left, means.to_numpy(), width=width, align="edge", color=colour, hatch=hatch,
+           edgecolor="white", linewidth=0.5)  # fmt: skip
+
+
+def _legend(look: Look) -> list[Artist]:
+    """Every hue value with its colour (and marker size), then every style value with
+    its line style, or its hatch where the x values are categories (bars)."""
+    sizes = dict(zip(look.series, marker_sizes(len(look.series)), strict=True))
+    bars = look.x.categorical
+    handles: list[Artist] = []
+    if look.hue:
+        handles.append(Line2D([], [], linestyle="none", label=axis_label(look.hue)))
+        first = next(iter(look.styles), "")
+        handles += [Patch(color=c, label=v) if bars else
+                    Line2D([], [], color=c, marker="o", markersize=sizes[v, first], label=v)
+                    for v, c in look.colours.items()]  # fmt: skip
     if look.style:
         handles.append(Line2D([], [], linestyle="none", label=axis_label(look.style)))
-        handles += [Line2D([], [], color="0.3", linestyle=s, label=v)
+        handles += [Patch(facecolor="0.55", edgecolor="white", hatch=look.hatch(v), label=v)
+                    if bars else Line2D([], [], color="0.3", linestyle=s, label=v)
                     for v, s in look.styles.items()]  # fmt: skip
     return handles
 

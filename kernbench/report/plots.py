@@ -1,8 +1,9 @@
 """Plots of the study tables (matplotlib, Agg backend: no display needed).
 
 Bandwidth equivalence (:mod:`kernbench.report.bw_equivalence`), dispatch ratio and
-simulator speed have their own modules; this one holds the helpers they share. Each
-function returns the paths it wrote. Every figure is saved by :func:`save_figure`: a
+simulator speed have their own modules; this one holds the helpers they share, among
+them the layout of small multiples, a few to a row (:func:`grid_of`). Each function
+returns the paths it wrote. Every figure is saved by :func:`save_figure`: a
 PNG to look at beside the table, and an SVG sibling whose text stays text, which
 report.html inlines (:mod:`kernbench.report.html`), so a browser lays the words out and
 a test can measure where each one lands.
@@ -20,6 +21,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+
+# Panels to a row: a figure of small multiples stays about a page's width (under
+# 1,500 px as saved), so a fine grid's panels wrap into rows instead of one long strip.
+COLUMNS = 3
+
+
+def grid_of(panels: int) -> tuple[int, int]:
+    """``(rows, columns)`` for ``panels`` small multiples, at most :data:`COLUMNS` a row."""
+    cols = max(1, min(COLUMNS, panels))
+    return -(-panels // cols), cols
 
 
 def _label(row: pd.Series, keys: list[str]) -> str:

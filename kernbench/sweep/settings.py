@@ -2,40 +2,78 @@
 Hydra's schemas: ``hydra_plugins/kernbench_sweep`` registers them in Hydra's
 ConfigStore, and the override pre-check (:mod:`kernbench.cli.precheck`) types
 ``hydra.sweeper.*`` values against them before Hydra runs. Bounds are checked by the
-sweeper (:meth:`kernbench.sweep.sweeper.FastSweeper.check_settings`)."""
+sweeper (:meth:`kernbench.sweep.sweeper.FastSweeper.check_settings`).
+
+Each field carries what it means and its limit in words (:func:`setting`), which
+``kernbench --keys`` and the documentation's key reference print
+(:func:`kernbench.cli.keys.setting_keys`): the one place they are written.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernbench.config.schema import MEANING
+
+LIMIT = "limit"
+# The longest hydra.sweeper.point_timeout_s: a week, setitimer's range and beyond any
+# point (the sweeper applies it; --keys and the key reference state it).
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+
+
+def setting(default: Any, meaning: str, limit: str = "") -> Any:
+    """A sweeper or launcher field: its default, what it means and its limit."""
+    return field(default=default, metadata={MEANING: meaning, LIMIT: limit})
+
 
 @dataclass
 class KernbenchSweeperConf:
     _target_: str = "hydra_plugins.kernbench_sweep.kernbench_sweeper.KernbenchSweeper"
-    # As Hydra's basic sweeper: points per launcher batch (null: one batch), the grid.
-    max_batch_size: int | None = None
-    params: dict[str, str] | None = field(default=None)
-    # Compose and validate every point, print the shapes and the invalid points, run none.
-    dry_run: bool = False
-    # Points per task, >= 1; null or auto picks ~8 chunks per local worker (at most 64
-    # points), and 100 points per task under another launcher (submitit, Ray): 10,000
-    # points = 100 tasks. (Any: an integer or the word auto.)
-    chunk_size: Any = None
-    # Seconds a point may run: one that runs longer is stopped and becomes an error row
-    # naming this limit; the sweep goes on. null: no limit.
-    point_timeout_s: float | None = None
-    # Into a hydra.sweep.dir holding this same grid's results.parquet: keep its ok rows
-    # (made by this code) and run only the other points. Another grid is refused.
-    resume: bool = False
-    # With a list objective (objective=[a,b]): minimize (the default) or maximize, one
-    # word for every objective or a list of one per objective, as Optuna's sweeper takes
-    # it; the Pareto front of the sweep's last line and of kernbench-report follows it.
-    direction: Any = None
+    max_batch_size: int | None = setting(
+        None,
+        "points per launcher batch, as Hydra's basic sweeper (null: one batch)",
+        ">= 1",
+    )
+    params: dict[str, str] | None = setting(
+        None,
+        "the grid: each swept key's values (hydra.sweeper.params.workload.access_bytes=512,4096)",
+    )
+    dry_run: bool = setting(
+        False, "compose and validate every point, print the shapes and the invalid points, run none"
+    )
+    chunk_size: Any = setting(
+        None,
+        "points per task; null or auto picks ~8 chunks per local worker (at most 64 points),"
+        " and 100 points per task under another launcher (submitit, Ray): 10,000 points ="
+        " 100 tasks",
+        "an integer >= 1, or auto",
+    )
+    point_timeout_s: float | None = setting(
+        None,
+        "seconds a point may run: one that runs longer is stopped and becomes an error row"
+        " naming this limit; the sweep goes on (null: no limit)",
+        f"> 0, <= {MAX_TIMEOUT_S:g} (a week)",
+    )
+    resume: bool = setting(
+        False,
+        "into a hydra.sweep.dir holding this same grid's results.parquet: keep its ok rows"
+        " (made by this code) and run only the other points; another grid is refused",
+    )
+    direction: Any = setting(
+        None,
+        "with a list objective (objective=[a,b]): minimize (null: for every objective) or"
+        " maximize, as Optuna's sweeper takes it; the Pareto front of the sweep's last line"
+        " and of kernbench-report follows it",
+        "minimize or maximize: one word, or a list of one per objective",
+    )
 
 
 @dataclass
 class KernbenchLauncherConf:
     _target_: str = "hydra_plugins.kernbench_sweep.kernbench_launcher.KernbenchLauncher"
-    # Worker processes, as joblib counts them: -1 is one per core, -2 all but one.
-    n_jobs: int = -1
+    n_jobs: int = setting(
+        -1,
+        "worker processes, as joblib counts them: -1 is one per core, -2 all but one",
+        "an integer: that many workers, or for -1, -2, ... cores + 1 + n_jobs (at least 1)",
+    )

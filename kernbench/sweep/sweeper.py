@@ -54,6 +54,7 @@ from kernbench.sweep.run import (
     run_plan,
     write_records,
 )
+from kernbench.sweep.settings import MAX_TIMEOUT_S
 
 log = logging.getLogger("kernbench.sweep")
 
@@ -63,7 +64,6 @@ log = logging.getLogger("kernbench.sweep")
 # enumerated, which alone would take minutes.
 POINT_KB = 16
 MAX_POINTS = 1_000_000
-MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: setitimer's range, and beyond any point
 
 
 def count_points(overrides: Sequence[Any], limit: int) -> int:
