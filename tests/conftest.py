@@ -170,7 +170,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # KERNBENCH_CI_PASS (a user's ``pytest``) every test runs.
 HARNESS = (
     "test_app.py", "test_bad_input.py", "test_bad_input_lines.py", "test_cache.py",
-    "test_cli.py", "test_config_compose.py", "test_docs.py", "test_estimate_memory.py",
+    "test_cli.py", "test_config_compose.py", "test_crossover.py", "test_docs.py",
+    "test_estimate_memory.py",
     "test_flatten.py", "test_group_columns.py", "test_install.py", "test_launchers.py",
     "test_merge_order.py", "test_missing_extras.py", "test_objective.py", "test_outputs.py",
     "test_override_fuzz.py", "test_point_timeout.py", "test_progress.py", "test_ray.py",

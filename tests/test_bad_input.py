@@ -424,7 +424,7 @@ APP_COMPOSITION_CASES = [
     (
         "workload=nope",
         "workload=nope: no such option; workload options: decoder_layer, gqa_opt2, gqa_opt3,"
-        " stream, triton",
+        " gqa_pair, stream, triton",
     ),
     ("topology.pes_per_cube=abc", "topology.pes_per_cube=abc: not an integer"),
     ("workload.op=zzz", "workload.op=zzz: not one of read, write, copy"),

@@ -50,12 +50,12 @@ USAGE_CASES = [
     (
         "workload=base_stream",
         "workload=base_stream: no such option; workload options: decoder_layer, gqa_opt2,"
-        " gqa_opt3, stream, triton",
+        " gqa_opt3, gqa_pair, stream, triton",
     ),
     (
         "workload=gqa_op3",
         "workload=gqa_op3: no such option; workload options: decoder_layer, gqa_opt2,"
-        " gqa_opt3, stream, triton; did you mean gqa_opt3?",
+        " gqa_opt3, gqa_pair, stream, triton; did you mean gqa_opt3?",
     ),
     (
         "experiment=bw_equivalence",
@@ -242,7 +242,7 @@ def test_help_lists_every_schema_key_with_type_unit_default_limit():
     ]
     assert "a power of two" in lines["topology.pe_mmu.page_size"]
     assert "<= 64" in lines["topology.pes_per_cube"]
-    assert "[gqa_opt2, gqa_opt3]" in lines["workload.seq_tokens"]
+    assert "[gqa_opt2, gqa_opt3, gqa_pair]" in lines["workload.seq_tokens"]
     assert lines["workload.seq_tokens"].split()[3] == "2048"
 
 
@@ -282,7 +282,7 @@ def test_help_composes_the_defaults_as_hydra_does():
 def test_help_hides_base_configs_and_shows_plus_experiment():
     text = help_text()
     assert "base_stream" not in text and "base_gqa" not in text
-    assert "  workload=decoder_layer | gqa_opt2 | gqa_opt3 | stream*" in text
+    assert "  workload=decoder_layer | gqa_opt2 | gqa_opt3 | gqa_pair | stream*" in text
     assert (
         "  +experiment=bw_equivalence | bw_equivalence_models | decoder_8b | decoder_layer"
         " | design_search | dispatch_ratio | sim_speed" in text

@@ -295,7 +295,7 @@ def columns_page() -> str:
     ]
     for schema, columns in METRICS.items():
         name = schema.__dataclass_fields__["name"].default
-        title = "GQA (`gqa_opt2`, `gqa_opt3`)" if name.startswith("gqa") else f"`{name}`"
+        title = "GQA (`gqa_opt2`, `gqa_opt3`)" if name.startswith("gqa_opt") else f"`{name}`"
         out += [f"## Workload {title}", "", *table(columns)]
     for schema, columns in KERNEL_COLUMNS.items():
         name = schema.__dataclass_fields__["name"].default

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernbench.config.schema import (
     DecoderLayerWorkloadConfig,
+    GqaPairWorkloadConfig,
     GqaWorkloadConfig,
     StreamWorkloadConfig,
     TritonWorkloadConfig,
@@ -63,6 +64,27 @@ _GQA = {
     "kernel_latency_ns": NUMBER,
     "sim_time_ns": NUMBER,
     **_ENGINE_USE,
+}
+# gqa_pair: the comparison first, then each variant's figure beside the other's (the
+# gqa_opt2 / gqa_opt3 column under the variant's name), then what both runs share.
+_GQA_PAIR = {
+    "opt3_over_opt2_latency": NUMBER,
+    "latency_winner": TEXT,
+    "opt3_opt2_latency_gap": NUMBER,
+    "opt2_kernel_latency_ns": NUMBER,
+    "opt3_kernel_latency_ns": NUMBER,
+    "opt2_bottleneck": TEXT,
+    "opt3_bottleneck": TEXT,
+    "opt2_dispatch_cycles_per_tile": NUMBER,
+    "opt3_dispatch_cycles_per_tile": NUMBER,
+    "opt2_commands_per_tile": NUMBER,
+    "opt3_commands_per_tile": NUMBER,
+    "opt2_logical_bytes_per_tile": NUMBER,
+    "opt3_logical_bytes_per_tile": NUMBER,
+    "n_tiles": NUMBER,
+    "active_pe_count": NUMBER,
+    "hbm_channels_used": NUMBER,
+    "sim_time_ns": NUMBER,
 }
 _TRITON = {
     "kernel_latency_ns": NUMBER,
@@ -116,6 +138,7 @@ _DECODER = {
 METRICS: dict[type, dict[str, str]] = {
     StreamWorkloadConfig: _STREAM,
     GqaWorkloadConfig: _GQA,
+    GqaPairWorkloadConfig: _GQA_PAIR,
     TritonWorkloadConfig: _TRITON,
     DecoderLayerWorkloadConfig: _DECODER,
 }

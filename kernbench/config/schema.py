@@ -325,6 +325,19 @@ class GqaWorkloadConfig(WorkloadConfig):
 
 
 @dataclass
+class GqaPairWorkloadConfig(GqaWorkloadConfig):
+    """Both GQA variants on one configuration (issue 55): ``gqa_opt2``, then ``gqa_opt3``,
+    each on a fresh system, with the shape keys of :class:`GqaWorkloadConfig`.
+
+    Which variant is faster is a comparison of two runs, so no single run's column can
+    say it; this row holds both runs and their comparison (``opt3_over_opt2_latency``,
+    ``latency_winner``), so a sweep or an optimizing sweeper can ask where it changes.
+    """
+
+    name: str = key("gqa_pair", "the workload (set by workload=)")
+
+
+@dataclass
 class TritonWorkloadConfig(WorkloadConfig):
     """A ``@triton.jit`` kernel on the model (DESIGN §10; needs the ``[triton]`` extra).
 

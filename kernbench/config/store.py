@@ -35,6 +35,7 @@ from omegaconf import MISSING, OmegaConf
 
 from kernbench.config.schema import (
     DecoderLayerWorkloadConfig,
+    GqaPairWorkloadConfig,
     GqaWorkloadConfig,
     KernBenchConfig,
     StreamWorkloadConfig,
@@ -52,6 +53,7 @@ _HEADER = re.compile(r"^#\s*@package\s+(\S+)")
 WORKLOAD_SCHEMAS: dict[str, type] = {
     "base_stream": StreamWorkloadConfig,
     "base_gqa": GqaWorkloadConfig,
+    "base_gqa_pair": GqaPairWorkloadConfig,
     "base_triton": TritonWorkloadConfig,
     "base_decoder_layer": DecoderLayerWorkloadConfig,
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 from kernbench.results.kernels import WithKernels
 from kernbench.sim.system import System
-from kernbench.workloads import decoder_layer, gqa, stream, triton
+from kernbench.workloads import decoder_layer, gqa, gqa_pair, stream, triton
 
 Workload = Callable[[System, Any], dict[str, Any] | WithKernels]
 
@@ -17,6 +17,7 @@ WORKLOADS: dict[str, Workload] = {
     "stream": stream.run,
     "gqa_opt2": gqa.run,
     "gqa_opt3": gqa.run,
+    "gqa_pair": gqa_pair.run,
     "triton": triton.run,
     "decoder_layer": decoder_layer.run,
 }

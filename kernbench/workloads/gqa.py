@@ -158,7 +158,14 @@ def gqa_kernel(variant: str, q: Tensor, k: Tensor, v: Tensor, o: Tensor, shp: Gq
 
 
 def run(system: System, w: GqaWorkloadConfig) -> dict[str, Any]:
-    """Deploy Q, K, V, O one shard per KV head, launch, and measure (DESIGN §8 names)."""
+    """``workload=gqa_opt2`` or ``gqa_opt3``: the variant is the workload's name."""
+    return run_variant(system, w, w.name)
+
+
+def run_variant(system: System, w: GqaWorkloadConfig, variant: str) -> dict[str, Any]:
+    """Deploy Q, K, V, O one shard per KV head, launch ``variant`` (a key of
+    :data:`VARIANTS`), and measure (DESIGN §8 names). Apart from :func:`run` so that
+    ``gqa_pair`` (:mod:`kernbench.workloads.gqa_pair`) runs both variants on one shape."""
     shp = GqaShape.of(w)
     pes = [system.pes[pe.index] for pe in system.graph.pes[: w.kv_heads]]
     recorders = [record_dispatch(pe) for pe in pes]
@@ -170,7 +177,7 @@ def run(system: System, w: GqaWorkloadConfig) -> dict[str, Any]:
         k, v = ctx.deploy(kv_bytes, policy, "k"), ctx.deploy(kv_bytes, policy, "v")
         usage = LaunchUsage(system)
         start = system.env.now
-        ends = ctx.launch(gqa_kernel, w.kv_heads, w.name, q, k, v, o, shp)
+        ends = ctx.launch(gqa_kernel, w.kv_heads, variant, q, k, v, o, shp)
     latency = max(ends.values()) - start
     row: dict[str, Any] = {"n_tiles": shp.n_tiles, "active_pe_count": w.kv_heads}
     # The pseudo-channels the kernel's loads and stores reached (LaunchUsage).
