@@ -193,7 +193,7 @@ def test_one_model_is_named_once_and_its_claims_read_as_before(tmp_path):
     assert claims == bw.check(bw.table(la.drop(columns="address.model")))
     assert [c.text for c in claims] == list(TODAY)
     section, figures = section_and_figures(la, tmp_path)
-    assert section.lines == ["address model: LA, in every row", WRAPPED_TOLERANCE]
+    assert section.lines == ["address model: LA, in every row", WRAPPED_TOLERANCE, WRAPPED_LONGER]
     assert [p.name for p in section.plots] == [
         "bw_equivalence_bandwidth.png",
         "bw_equivalence_ratio.png",
@@ -213,6 +213,7 @@ def test_one_heat_map_and_one_scatter_per_model_and_no_plot_error(tmp_path):
     assert section.lines == [
         "address model: PA, VA, LA; claims and plots per address model",
         WRAPPED_TOLERANCE,
+        WRAPPED_LONGER,
     ]
     cells = {m: {t.get_text() for t in figures[f"bw_equivalence_ratio_{m}.png"].axes[0].texts}
              for m in MODELS}  # fmt: skip
@@ -271,6 +272,7 @@ def test_a_key_swept_by_hand_is_a_facet_not_pooled(tmp_path):
         "address model: PA, VA, LA; claims and plots per address model",
         "workload.outstanding varies: claims and plots per value (outstanding=2, outstanding=4)",
         WRAPPED_TOLERANCE,
+        WRAPPED_LONGER,
     ]
     la = df[df["address.model"] == "la"]
     section, figures = section_and_figures(la, tmp_path)
@@ -374,7 +376,7 @@ def test_a_three_address_sweep_reports_per_model(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False,
     )  # fmt: skip
     assert (report.returncode, report.stderr) == (0, "")
-    text = report.stdout
+    text = (sweep_dir / "report.txt").read_text()  # the terminal has the summaries alone
     section = text[text.index("== bandwidth equivalence") : text.index("== all points")]
     assert "plots not drawn" not in section and "not reported" not in section
     assert "address model: PA, VA, LA; claims and plots per address model" in section
@@ -389,8 +391,10 @@ def test_a_three_address_sweep_reports_per_model(tmp_path):
     assert not (sweep_dir / "bw_equivalence_ratio.png").exists()
 
 
-# The tolerance's reason as the section prints it: wrapped at 100 columns.
+# The tolerance's reason and the stream-length rerun as the section prints them:
+# wrapped at 100 columns.
 WRAPPED_TOLERANCE = textwrap.fill(bw.TOLERANCE_WHY, 100, subsequent_indent="    ")
+WRAPPED_LONGER = textwrap.fill(bw.LONGER_WHY, 100, subsequent_indent="    ")
 
 
 def test_the_claims_yardstick_is_said_before_them():
@@ -402,8 +406,12 @@ def test_the_claims_yardstick_is_said_before_them():
             pd.concat([sweep(fabrics=("fair",)), sweep(fabrics=("reservation",), ratio=booked)])
         )
     )
-    assert [" ".join(line.split()) for line in both[-2:]] == [bw.TOLERANCE_WHY, bw.FAIR_WHY]
+    assert [" ".join(line.split()) for line in both[-3:]] == [
+        bw.TOLERANCE_WHY,
+        bw.LONGER_WHY,
+        bw.FAIR_WHY,
+    ]
     assert max(len(row) for line in both for row in line.splitlines()) <= 100
     assert f"within {bw.BW_EQUAL_TOL:.0%}" in bw.TOLERANCE_WHY
     assert "reservation books every link" in bw.FAIR_WHY
-    assert bw.lines(bw.table(sweep(fabrics=("fair",))))[-1] == WRAPPED_TOLERANCE
+    assert bw.lines(bw.table(sweep(fabrics=("fair",))))[-2:] == [WRAPPED_TOLERANCE, WRAPPED_LONGER]

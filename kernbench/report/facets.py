@@ -123,7 +123,7 @@ class Facet:
         still says which rows it stands on."""
         if not self.label:
             return claim
-        return Claim(f"{self.label}: {claim.text}", claim.holds, claim.detail)
+        return claim.renamed(f"{self.label}: {claim.text}")
 
 
 def split(table: pd.DataFrame, keys: list[str]) -> list[Facet]:

@@ -44,6 +44,7 @@ from kernbench.results import pareto
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hydra
 from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
+from kernbench.sweep.repeats import drop_repeats
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
     POINTS_LOG,
@@ -322,6 +323,11 @@ class FastSweeper(Sweeper):
             if local and not self.dry_run:  # workers start while the points are composed
                 self.launcher.start_workers(len(jobs), without_hydra(self.config), request)
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
+            if is_point_task(self.task_function):  # kernbench's own points: their keys known
+                plan, dropped = drop_repeats(plan)
+                if dropped.count:
+                    outputs.say(dropped.describe(len(jobs)))
+                    jobs = [p.overrides for p in plan.points]
             sweep_dir = Path(str(self.config.hydra.sweep.dir))
             if self.dry_run:  # writes nothing: the directory may hold another sweep
                 callbacks.nothing_to_merge(sweep_dir)
