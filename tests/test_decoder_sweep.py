@@ -42,13 +42,15 @@ def test_a_sweep_writes_launch_rows_joined_to_its_points(tmp_path):
     assert report.main([str(sweep)]) == 0
     text = (sweep / "report.txt").read_text()
     assert "== decoder layer (2 configurations) ==" in text
+    # every claim names the layer's shape (the tiny one is no preset's: its dimensions)
+    shape = "hidden 64, heads 4, kv_heads 2, head_dim 16, ffn 96, context_tokens 5"
     for verdict, claim in [
         ("NOT TESTED", "1:1 and n:1 give the same decode-step latency"),  # n:1 only
         ("HOLDS", "VA and LA issue no more DMA descriptors than PA"),
         ("HOLDS", "with FIXED = R = 0 no kernel is CPU-bound"),
         ("HOLDS", "no kernel beats its roofline"),
     ]:
-        assert f"[{verdict}] {claim}" in text
+        assert f"[{verdict}] {shape}: {claim}" in text
     for plot in ("kernels", "roofline"):  # and "dispatch" when FIXED is swept
         assert (sweep / f"decoder_layer_{plot}.png").is_file()
 

@@ -17,6 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from kernbench.app import run_job
+from kernbench.cli.estimate import SECONDS_PER_COMMAND, warning, work
 from kernbench.config.columns import NUMBER, TEXT, metric_columns
 from kernbench.errors import ConfigError
 from kernbench.results import RESULT_FILE
@@ -85,3 +86,23 @@ def test_a_bad_pair_shape_names_the_key():
     with pytest.raises(ConfigError) as info:
         gqa_cfg("gqa_pair", seq_tokens=1000)
     assert info.value.key == "workload.seq_tokens"
+
+
+def test_the_run_time_estimate_of_a_pair_is_both_variants():
+    """A pair's point simulates opt2's commands, then opt3's: its estimate is the two
+    variants' summed. 16 KV heads (a PE each) of 32,000 tiles: opt3 (10 x 32,000 + 3) x 16
+    = 5,120,048 commands at 11 us, 56 s, and opt2 (2 x 32,000 + 3) x 16 = 1,024,048,
+    11 s: neither warned of alone, the pair (68 s) is."""
+    shape = {"query_heads": 16, "kv_heads": 16, "tile_tokens": 16, "seq_tokens": 32_000 * 16}
+    alone = {v: work(gqa_cfg(f"gqa_{v}", **shape)) for v in ("opt2", "opt3")}
+    assert alone["opt3"] == (5_120_048, "commands", SECONDS_PER_COMMAND)
+    assert alone["opt2"] == (1_024_048, "commands", SECONDS_PER_COMMAND)
+    pair = gqa_cfg("gqa_pair", **shape)
+    count, what, each = work(pair)
+    assert (count, what) == (6_144_096, "commands")
+    assert count * each == pytest.approx(sum(n * s for n, _, s in alone.values()), rel=1e-12)
+    assert [warning(gqa_cfg(f"gqa_{v}", **shape)) for v in ("opt2", "opt3")] == [None, None]
+    assert warning(pair) == (
+        "kernbench: warning: 6,144,096 commands to simulate, about 68 s of wall time"
+        " at ~11.0 us each (Ctrl-C stops it)"
+    )

@@ -3,13 +3,14 @@ warning or a refusal before one that would not fit in memory (issue 39).
 
 A stream run of ``workload.access_bytes=1`` over 64 MiB per PE is 67 million DMA
 accesses: hours of simulation that used to start without a word. Before a run whose
-access (stream) or command (GQA) count passes :data:`WARN_FROM`, or whose time at the
-cost per access measured here passes :data:`WARN_AFTER_S`, ``kernbench`` prints the
-count and that time. The cost per access is flat but for one case: a ``uniform``
-stream under the fair fabric, whose solver component is every request in flight, so
-each recomputation of rates costs what the whole run has in flight
-(:func:`fair_uniform_s`): 64 accesses of 256 B on each of 1,024 PEs take over a
-minute, and so do 64 accesses of 64 KiB 1:1 on each of 64 PEs.
+access (stream) or command (GQA; a ``gqa_pair`` point runs both variants, so theirs
+summed) count passes :data:`WARN_FROM`, or whose time at the cost per access measured
+here passes :data:`WARN_AFTER_S`, ``kernbench`` prints the count and that time. The
+cost per access is flat but for one case: a ``uniform`` stream under the fair fabric,
+whose solver component is every request in flight, so each recomputation of rates
+costs what the whole run has in flight (:func:`fair_uniform_s`): 64 accesses of 256 B
+on each of 1,024 PEs take over a minute, and so do 64 accesses of 64 KiB 1:1 on each
+of 64 PEs.
 
 A stream run's peak memory grows with the PEs it runs on and the routes each uses,
 with the targets ``uniform`` draws and with the op log (:func:`memory_terms`). Past
@@ -62,6 +63,12 @@ FAIR_FULL_BYTES = 16 << 10
 WARN_AFTER_S = 60.0
 # Commands per KV tile (DESIGN §5: opt3 10, opt2 2).
 COMMANDS_PER_TILE = {"gqa_opt3": 10, "gqa_opt2": 2}
+# A workload that runs GQA variants one after the other (kernbench/workloads/gqa_pair.py):
+# its point simulates each variant's commands, so its count is theirs summed.
+GQA_VARIANTS = {
+    **{name: (name,) for name in COMMANDS_PER_TILE},
+    "gqa_pair": ("gqa_opt2", "gqa_opt3"),
+}
 
 # Peak resident memory, measured with the compiled build on stream runs (issue 39,
 # tests/test_bench_scale.py): `kernbench` before it simulates (Python, Hydra, pandas,
@@ -93,11 +100,18 @@ def work(cfg: Any) -> tuple[int, str, float] | None:
         if w.pattern.value == "uniform" and cfg.sim.fabric.value == "fair":
             each += fair_uniform_s(cfg, pes, per_pe)
         return per_pe * pes, "DMA accesses", each
-    if w.name in COMMANDS_PER_TILE:
-        tiles = GqaShape.of(w).n_tiles
-        per_pe = tiles * COMMANDS_PER_TILE[w.name] + PROLOGUE_COMMANDS + EPILOGUE_COMMANDS
-        return per_pe * w.kv_heads, "commands", SECONDS_PER_COMMAND
+    if w.name in GQA_VARIANTS:
+        commands = sum(gqa_commands(w, variant) for variant in GQA_VARIANTS[w.name])
+        return commands, "commands", SECONDS_PER_COMMAND
     return None
+
+
+def gqa_commands(w: Any, variant: str) -> int:
+    """The commands one GQA variant (``gqa_opt2``, ``gqa_opt3``) issues on ``w``'s shape:
+    per KV head (a PE each), its tiles' and the prologue's and epilogue's."""
+    tiles = GqaShape.of(w).n_tiles
+    per_pe = tiles * COMMANDS_PER_TILE[variant] + PROLOGUE_COMMANDS + EPILOGUE_COMMANDS
+    return per_pe * w.kv_heads
 
 
 def fair_uniform_s(cfg: Any, pes: int, per_pe: int) -> float:

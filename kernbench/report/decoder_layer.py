@@ -9,10 +9,20 @@ against n:1 change the latency (and in which kernel); what VA and LA change agai
 (descriptors, install bytes and time, latency); the FIXED at the default R from which
 the step is dispatch-bound (its CPU the busiest unit) per batch; and how close each
 kernel comes to its roofline.
+
+Every claim is checked per layer shape (:data:`SHAPE`: the model's dimensions and the
+tokens already in the cache), its text led by the shape's name (``decoder_small: ...``,
+or its dimensions when it is no preset's), and the plots are drawn per shape. What
+bounds a step does not carry over from one shape to another (issue 55): at FIXED 32,
+R 0.25 ``decoder_small``'s batch 1 is CPU-bound in 11 of 12 configurations, where
+``decoder_8b``'s is DMA-bound, so a sweep holding two shapes gets a verdict per shape,
+never one pooled over both.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +32,7 @@ from kernbench.report.decoder_layer_plots import draw
 from kernbench.report.tables import CHANNELS_PER_PE, FIXED, MAPPING, RECIP, WORKLOAD, varying_config
 from kernbench.results import STATUS_OK
 
-__all__ = ["check", "plot", "table", "KERNELS_PATH"]
+__all__ = ["check", "plot", "shape_name", "shapes", "table", "KERNELS_PATH"]
 
 KERNELS_PATH = "kernels_path"  # df.attrs: where the run's kernels.parquet is
 ADDRESS = "address.model"
@@ -43,6 +53,23 @@ METRICS = (
     "max_abs_error",
 )
 KEY = ["job_num", "config_hash"]
+# The layer's shape: what a launch moves and computes per command, so what bounds the
+# step (docs/explanation/studies.md, "Decoder layer"). The blocks and the dtype are how
+# the same layer is run, so configurations of one shape.
+SHAPE = (
+    "workload.hidden",
+    "workload.heads",
+    "workload.kv_heads",
+    "workload.head_dim",
+    "workload.ffn",
+    "workload.context_tokens",
+)
+# The presets' shapes (SHAPE's order), named as the docs name them; tests hold them to
+# the schema's defaults (workload=decoder_layer) and experiments/decoder_8b.yaml.
+PRESETS = {
+    (512, 8, 2, 64, 1536, 256): "decoder_small",
+    (4096, 32, 8, 128, 14336, 4096): "decoder_8b",
+}
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame | None:
@@ -55,9 +82,14 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
     if ok.empty or not path.is_file():
         return None
     keys = varying_config(ok, exclude=(CHANNELS_PER_PE,))  # derived from PEs per cube
-    out = ok[[*keys, *METRICS]].sort_values(keys).reset_index(drop=True)
-    # the calibration and batch ride with every launch even when the grid fixes them
-    known = list(dict.fromkeys([*keys, *(k for k in (FIXED, RECIP, BATCH) if k in ok)]))
+    # the shape leads (a shape's rows together) and is kept even when constant: every
+    # claim names it
+    keys = [*(k for k in SHAPE if k in keys), *(k for k in keys if k not in SHAPE)]
+    shape = [k for k in SHAPE if k in ok and k not in keys]
+    out = ok[[*keys, *shape, *METRICS]].sort_values(keys).reset_index(drop=True)
+    # the calibration, batch and shape ride with every launch even when the grid fixes them
+    riders = (k for k in (FIXED, RECIP, BATCH, *SHAPE) if k in ok)
+    known = list(dict.fromkeys([*keys, *riders]))
     launches = pd.read_parquet(path).merge(ok[[*KEY, *known]], on=KEY)
     out.attrs["launches"] = launches.drop(columns=["sweep_id", *KEY])
     out.attrs["keys"] = keys
@@ -65,11 +97,26 @@ def table(df: pd.DataFrame) -> pd.DataFrame | None:
 
 
 def plot(t: pd.DataFrame, out_dir: Path) -> list[Path]:
-    launches = t.attrs["launches"]
-    return draw(t, launches, out_dir, _default(launches))
+    """The plots per shape: one shape's bars would flatten another's (``decoder_8b``'s
+    step is about a hundred times ``decoder_small``'s). With one shape the files keep
+    their plain names; with more, each name ends in the shape's."""
+    parts = shapes(t)
+    paths = []
+    for name, part in parts:
+        launches = part.attrs["launches"]
+        slug = _slug(name) if len(parts) > 1 else ""
+        paths += draw(part, launches, out_dir, _default(launches), name, slug)
+    return paths
 
 
 def check(t: pd.DataFrame) -> list[Claim]:
+    """Every claim per shape, its text led by the shape's name: what bounds a step at
+    one shape says nothing of another (issue 55)."""
+    return [_named(name, claim) for name, part in shapes(t) for claim in _claims(part)]
+
+
+def _claims(t: pd.DataFrame) -> list[Claim]:
+    """The claims on the rows of one shape."""
     return [
         _mapping(t),
         _descriptors(t),
@@ -80,6 +127,55 @@ def check(t: pd.DataFrame) -> list[Claim]:
         _roofline(t),
         _batch_one_memory_bound(t),
     ]
+
+
+# -- shapes -------------------------------------------------------------------------------
+def shapes(t: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """``(name, rows)`` per layer shape of ``t``, smallest first; each part's launches
+    (``attrs["launches"]``) are its own and its keys those that vary within it. A table
+    without the shape's columns is one part, unnamed."""
+    columns = [k for k in SHAPE if k in t]
+    if not columns:
+        return [("", t)]
+    launches = t.attrs["launches"]
+    parts = []
+    for values, rows in t.groupby(columns, sort=True):
+        values = values if isinstance(values, tuple) else (values,)
+        shape = dict(zip(columns, values, strict=True))
+        mine = (launches[columns] == pd.Series(shape)).all(axis=1)
+        parts.append((shape_name(shape), _part(t, rows, launches[mine])))
+    return parts
+
+
+def _part(t: pd.DataFrame, rows: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
+    """One shape's rows as a study table of their own."""
+    part = rows.copy()
+    keys = [k for k in t.attrs["keys"] if k not in SHAPE]
+    part.attrs = {
+        **t.attrs,
+        "launches": launches,
+        "keys": [k for k in keys if part[k].nunique(dropna=False) > 1],
+    }
+    return part
+
+
+def shape_name(values: dict[str, object]) -> str:
+    """A preset's name for its shape (``decoder_small``), else the dimensions
+    (``hidden 64, heads 4, kv_heads 2, head_dim 16, ffn 96, context_tokens 5``)."""
+    known = PRESETS.get(tuple(values.get(k) for k in SHAPE))
+    if known:
+        return known
+    return ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in values.items())
+
+
+def _named(name: str, claim: Claim) -> Claim:
+    """``claim`` led by the shape it stands on, so its verdict read alone says which."""
+    return replace(claim, text=f"{name}: {claim.text}") if name else claim
+
+
+def _slug(name: str) -> str:
+    """A shape's name as a file-name part (``decoder_8b``, ``hidden_64_heads_4_...``)."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -100,17 +196,24 @@ def _at_default(launches: pd.DataFrame) -> pd.DataFrame:
 def _pairs(t: pd.DataFrame, key: str, a: str, b: str, metric: str) -> pd.DataFrame:
     """``metric`` of rows differing only in ``key`` (``a`` against ``b``), side by side."""
     others = [k for k in t.attrs["keys"] if k != key]
-    wide = t.pivot_table(index=others, columns=key, values=metric, aggfunc="first")
-    return wide[[a, b]].dropna() if {a, b} <= set(wide.columns) else wide.iloc[:0]
+    return _side_by_side(t, others, key, (a, b), metric)
 
 
 def _launch_pairs(t: pd.DataFrame, key: str, a: str, b: str) -> pd.DataFrame:
-    launches = t.attrs["launches"]
     others = [k for k in t.attrs["keys"] if k != key] + ["kernel"]
-    wide = launches.pivot_table(
-        index=others, columns=key, values="kernel_latency_ns", aggfunc="first"
-    )
-    return wide[[a, b]].dropna() if {a, b} <= set(wide.columns) else wide.iloc[:0]
+    return _side_by_side(t.attrs["launches"], others, key, (a, b), "kernel_latency_ns")
+
+
+def _side_by_side(
+    rows: pd.DataFrame, index: list[str], key: str, pair: tuple[str, str], metric: str
+) -> pd.DataFrame:
+    """``metric`` at ``key``'s two values of ``pair``, one row per ``index``; none when
+    the rows lack either value. A key the grid fixes is no column of a study table:
+    no pair either (pivoting on it would raise, costing the section every claim)."""
+    if key not in rows:
+        return pd.DataFrame(columns=list(pair))
+    wide = rows.pivot_table(index=index, columns=key, values=metric, aggfunc="first")
+    return wide[list(pair)].dropna() if set(pair) <= set(wide.columns) else wide.iloc[:0]
 
 
 # -- claims -------------------------------------------------------------------------------
@@ -184,7 +287,8 @@ def _address_latency(t: pd.DataFrame) -> Claim:
 def _dispatch_bound(t: pd.DataFrame) -> Claim:
     """Per batch, at the default R: how many configurations are CPU-bound at each FIXED,
     and the least FIXED from which every configuration is, at it and above. Holds when
-    at no FIXED a larger batch has a larger share of CPU-bound configurations."""
+    at no FIXED a larger batch has a larger share of CPU-bound configurations; not tested
+    with one batch size (a shape's rows may hold one where the table holds more)."""
     text = "a larger batch takes a larger FIXED (R = 0.25) to make the decode step dispatch-bound"
     if FIXED not in t or BATCH not in t:
         return Claim(text, None, "FIXED or the batch is not swept")
@@ -198,8 +302,10 @@ def _dispatch_bound(t: pd.DataFrame) -> Claim:
         first = next((f for f in every.index if every.loc[f:].all()), None)
         found = f"from FIXED {first:g}" if first is not None else "not within the grid"
         parts.append(f"batch {batch}: CPU-bound in {counts}; all {found}")
-    holds = bool((cpu.diff(axis=1).fillna(0) <= 0).all().all())
+    holds = bool((cpu.diff(axis=1).fillna(0) <= 0).all().all()) if len(parts) > 1 else None
     detail = "; ".join(parts) + " (CPU-bound: the CPU is the step's busiest unit)"
+    if holds is None:
+        detail = "one batch size, none to compare it with: " + detail
     return Claim(text, holds, detail)
 
 

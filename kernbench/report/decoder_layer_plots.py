@@ -8,6 +8,10 @@
   to grow the step.
 - ``decoder_layer_roofline.png``: every launch's simulated latency against its
   roofline bound (log-log), one colour per kernel; the diagonal is the roofline.
+
+Each set is one layer shape's (its name in the titles); a sweep of several shapes gets
+a set per shape, the shape's name ending each file's name
+(``decoder_layer_kernels_decoder_8b.png``).
 """
 
 from __future__ import annotations
@@ -28,18 +32,32 @@ BATCH = "workload.batch"
 LATENCY = "kernel_latency_ns"
 
 
-def draw(t: pd.DataFrame, launches: pd.DataFrame, out_dir: Path, default: pd.Series) -> list[Path]:
-    """The stacks at the ADR's calibration (``default`` selects those launches), the
-    stacks against FIXED when it is swept, and the roofline scatter."""
+def draw(
+    t: pd.DataFrame,
+    launches: pd.DataFrame,
+    out_dir: Path,
+    default: pd.Series,
+    shape: str = "",
+    slug: str = "",
+) -> list[Path]:
+    """One shape's plots: the stacks at the ADR's calibration (``default`` selects
+    those launches), the stacks against FIXED when it is swept, and the roofline
+    scatter; ``shape`` names it in the titles, ``slug`` (when given) in the files."""
     keys = t.attrs["keys"]
     at, title = launches[default], "at FIXED 32, R 0.25"
     if at.empty:  # the grid does not run the ADR's calibration
         at, title = launches, ""
-    paths = [_stacks(at, keys, out_dir / "decoder_layer_kernels.png", title)]
+    title = f"{title} ({shape})" if shape else title
+    paths = [_stacks(at, keys, _file(out_dir, "kernels", slug), title)]
     if FIXED in keys:
-        paths.append(_by_fixed(launches, keys, out_dir / "decoder_layer_dispatch.png"))
-    paths.append(_roofline(launches, out_dir / "decoder_layer_roofline.png"))
+        paths.append(_by_fixed(launches, keys, _file(out_dir, "dispatch", slug), shape))
+    paths.append(_roofline(launches, _file(out_dir, "roofline", slug), shape))
     return paths
+
+
+def _file(out_dir: Path, plot: str, slug: str) -> Path:
+    """``decoder_layer_<plot>.png``, ``decoder_layer_<plot>_<slug>.png`` with a slug."""
+    return out_dir / f"decoder_layer_{plot}{'_' + slug if slug else ''}.png"
 
 
 def _order(launches: pd.DataFrame) -> list[str]:
@@ -66,7 +84,7 @@ def _stacks(launches: pd.DataFrame, keys: list[str], path: Path, title: str) -> 
     return _save_beside_legend(fig, path)
 
 
-def _by_fixed(launches: pd.DataFrame, keys: list[str], path: Path) -> Path:
+def _by_fixed(launches: pd.DataFrame, keys: list[str], path: Path, shape: str) -> Path:
     """Stacks against FIXED and R at the first value of every other key."""
     fixed = {k: launches[k].iloc[0] for k in keys if k not in (BATCH, FIXED, RECIP)}
     part = launches
@@ -81,14 +99,16 @@ def _by_fixed(launches: pd.DataFrame, keys: list[str], path: Path) -> Path:
         wide = sub.pivot_table(index=idx, columns="kernel", values=LATENCY, aggfunc="first")
         _stack(ax, wide.reindex(columns=kernels) / 1000, _labels(wide.index, idx))
         ax.set(ylabel="latency (us)", title=f"batch {batch}")
-    where = " ".join(_short(k, v) for k, v in fixed.items())
+    where = " ".join(_short(k, v) for k, v in fixed.items()) + (f" ({shape})" if shape else "")
     fig.suptitle(f"latency per kernel against (R, FIXED); {where}", fontsize=10)
     _legend(fig, axes[0, -1], kernels)
     return _save_beside_legend(fig, path)
 
 
-def _roofline(launches: pd.DataFrame, path: Path) -> Path:
+def _roofline(launches: pd.DataFrame, path: Path, shape: str) -> Path:
     fig, ax = plt.subplots(figsize=(7, 6))
+    if shape:
+        ax.set_title(f"latency against the roofline bound ({shape})", fontsize=10)
     colors = plt.get_cmap("tab20").colors
     for i, kernel in enumerate(_order(launches)):
         part = launches[launches["kernel"] == kernel]

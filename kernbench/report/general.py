@@ -43,6 +43,17 @@ MAIN_METRICS: dict[str, tuple[str, ...]] = {
     ),
 }
 MAIN_METRICS["gqa_opt3"] = MAIN_METRICS["gqa_opt2"]
+# A pair's row answers "does opt3 beat opt2 here?" (issue 55): the latency ratio (the
+# plot: below 1 opt3 is faster) and the winner lead, then what the ratio divides and
+# what bounds each variant. sim_time_ns, the fallback, is both launches summed: no answer.
+MAIN_METRICS["gqa_pair"] = (
+    "opt3_over_opt2_latency",
+    "latency_winner",
+    "opt2_kernel_latency_ns",
+    "opt3_kernel_latency_ns",
+    "opt2_bottleneck",
+    "opt3_bottleneck",
+)
 FALLBACK_METRICS = ("sim_time_ns",)
 # Rows that time the simulator (``sim.measure_speed``) lead with its speed.
 SPEED_METRIC = "speed_ratio"
