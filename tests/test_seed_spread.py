@@ -42,6 +42,16 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+# local 512 B accesses over N = 16 channels per PE, dispatch free, 4 in flight
+LOCAL_512 = (
+    "topology=small",
+    "topology.pes_per_cube=4",
+    "topology.cube.memory_map.hbm_pseudo_channels=64",
+    "pe_cost_model=zero",
+    "traffic=local",
+    "workload.access_bytes=512",
+    "workload.outstanding=4",
+)
 SMALL = ("topology=small", "workload.bytes_per_pe=8192", "workload.access_bytes=4096")
 
 
@@ -189,14 +199,7 @@ def test_a_failing_claims_worst_configuration_is_rerun_at_eight_times_the_stream
     # local 512 B accesses over N = 16 channels per PE, dispatch free: 1:1 is 11% below
     # n:1 (37.0 against 33.0 GB/s); the report reruns the worst configuration at 8x
     # bytes_per_pe, and that figure must be what two single runs give.
-    point = (
-        "topology=small",
-        "topology.pes_per_cube=4",
-        "topology.cube.memory_map.hbm_pseudo_channels=64",
-        "pe_cost_model=zero",
-        "traffic=local",
-        "workload.access_bytes=512",
-    )
+    point = LOCAL_512
     stream = "workload.bytes_per_pe=16384"
     sweep_dir = tmp_path / "s"
     proc = run(
@@ -230,3 +233,25 @@ def test_a_failing_claims_worst_configuration_is_rerun_at_eight_times_the_stream
     assert float(found.group(1)) == pytest.approx(
         longer["one_to_one"] / longer["n_to_one"], abs=5e-5
     )
+
+
+@pytest.mark.slow
+def test_a_stream_of_many_accesses_per_pe_is_not_rerun_and_says_why(tmp_path):
+    # the same configuration with 65 accesses of 512 B per PE, one past the limit of
+    # 64: not rerun; the 4 in flight at the end are 4/65 = 6.2% of the stream
+    sweep_dir = tmp_path / "s"
+    proc = run(
+        tmp_path,
+        "-m",
+        *LOCAL_512,
+        f"workload.bytes_per_pe={65 * 512}",
+        "channel_mapping=n_to_one,one_to_one",
+        f"hydra.sweep.dir={sweep_dir}",
+    )
+    assert proc.returncode == 0, proc.stderr
+    claim = agreement(bw.table(pd.read_parquet(sweep_dir / MERGED_FILE)), "local, misaligned")
+    assert claim.verdict() == "DOES NOT HOLD", claim.detail
+    assert claim.detail.endswith(
+        "not rerun at 8x bytes_per_pe: 65 accesses per PE, the last 4 in flight are 6.2% of"
+        " the stream"
+    ), claim.detail
