@@ -188,10 +188,10 @@ def test_the_crossover_map_draws_the_data(tmp_path, monkeypatch):
     assert colorbar.get_ylabel().startswith("opt3 / opt2 kernel latency")
 
 
-def test_the_report_of_pair_rows_says_it_and_writes_the_map(tmp_path, capsys):
+def test_the_report_of_pair_rows_says_it_and_writes_the_map(tmp_path):
     write_rows(rows("pair"), tmp_path / "results.parquet")
     assert main([str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = (tmp_path / "report.txt").read_text()
     assert "[HOLDS] where opt3 stops beating opt2 in latency" in out
     assert "== dispatch ratio (12 configurations) ==" in out
     assert (tmp_path / "dispatch_ratio_crossover.png").read_bytes()[:4] == b"\x89PNG"

@@ -41,8 +41,9 @@ def readme_sweep() -> list[dict]:
 def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
     write_rows(readme_sweep(), tmp_path / "results.parquet")
     assert main([str(tmp_path)]) == 0
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
+    said, err = capsys.readouterr()
+    assert "Traceback" not in said + err
+    out = (tmp_path / "report.txt").read_text()  # the terminal has the summaries alone
     assert "swept: topology.cube.memory_map.hbm_mapping_mode (2), workload.access_bytes (2)" in out
     # constants once, above the table: topology name, PEs, the per-PE peak
     constant = out.split("constant: ", 1)[1]
@@ -66,13 +67,13 @@ def test_readme_ad_hoc_sweep_is_reported_without_a_traceback(tmp_path, capsys):
     ]
     assert at < lines.index("plots: report_mean_pe_bw_gbs.png") < lines.index(header)
     assert (tmp_path / "report_mean_pe_bw_gbs.png").read_bytes()[:4] == b"\x89PNG"
-    assert (tmp_path / "report.txt").read_text().startswith(str(tmp_path))
+    assert out.startswith(str(tmp_path))
 
 
-def test_single_run_directory_is_reported(tmp_path, capsys):
+def test_single_run_directory_is_reported(tmp_path):
     write_rows([sweep_row("n_to_one", 4096)], tmp_path / "result.parquet")
     assert main([str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = (tmp_path / "report.txt").read_text()
     assert f"{tmp_path}: 1 row (1 ok)" in out and "== all points (1 row, 1 ok) ==" in out
     assert "swept: nothing" in out
     assert "no plot: one configuration: nothing varies to plot against" in out
@@ -93,13 +94,13 @@ def test_empty_and_all_error_tables_say_so_in_one_line(tmp_path, capsys):
     ]
 
 
-def test_error_rows_are_counted_and_listed_beside_the_others(tmp_path, capsys):
+def test_error_rows_are_counted_and_listed_beside_the_others(tmp_path):
     rows = readme_sweep()
     rows[1] = make_row({**{k: rows[1][k] for k in rows[1] if "." in k}}, status="error",
                        error="workload.access_bytes: boom")  # fmt: skip
     write_rows(rows, tmp_path / "results.parquet")
     assert main([str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = (tmp_path / "report.txt").read_text()
     assert "(4 rows, 3 ok)" in out
     assert (
         "error: hbm_mapping_mode=one_to_one, access_bytes=65536: workload.access_bytes: boom" in out
@@ -274,14 +275,14 @@ def test_report_plot_plan_for_the_bw_grid():
     assert (plan.x, plan.hue) == ("topology.pes_per_cube", MM + "hbm_mapping_mode")
 
 
-def test_equal_outcomes_stay_in_the_table(tmp_path, capsys):
+def test_equal_outcomes_stay_in_the_table(tmp_path):
     """`-m channel_mapping=one_to_one,n_to_one topology=small`: both mappings give the
     same bandwidth; the table still shows it, one row per mapping."""
     write_rows(
         [sweep_row(m, 4096) for m in ("one_to_one", "n_to_one")], tmp_path / "results.parquet"
     )
     assert main([str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = (tmp_path / "report.txt").read_text().splitlines()
     at = lines.index(next(line for line in lines if line.startswith("hbm_mapping_mode")))
     assert lines[at].split() == ["hbm_mapping_mode", "mean_pe_bw_gbs", "aggregate_bw_gbs"]
     assert [line.split() for line in lines[at + 1 : at + 3]] == [
@@ -347,7 +348,7 @@ def test_report_html_leads_with_the_verdicts_and_scrolls_wide_tables(tmp_path):
     assert got["pageWidth"] <= got["viewWidth"], got
 
 
-def test_a_table_from_before_the_rename_reports_under_the_new_names(tmp_path, capsys):
+def test_a_table_from_before_the_rename_reports_under_the_new_names(tmp_path):
     """A results.parquet written when the per-PE mean was ``effective_bw_gbs`` reads as
     ``mean_pe_bw_gbs`` (kernbench.config.columns.RENAMED): its table and plot as now."""
     rows = [
@@ -356,5 +357,25 @@ def test_a_table_from_before_the_rename_reports_under_the_new_names(tmp_path, ca
     ]
     write_rows(rows, tmp_path / "results.parquet")
     assert main([str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    out = (tmp_path / "report.txt").read_text()
     assert "mean_pe_bw_gbs" in out and "effective_bw_gbs" not in out
+
+
+@pytest.mark.slow
+def test_a_gqa_pair_sweep_plots_opt3_over_opt2_latency_by_default(tmp_path):
+    """``kernbench -m workload=gqa_pair ...fixed_per_cmd_cycles=0,32 topology=small``:
+    a pair's row answers whether opt3 beats opt2, so its report plots opt3's latency
+    over opt2's unless ``--metric`` says otherwise, and its table leads with it and the
+    winner (not sim_time_ns, the fallback: both launches' time summed)."""
+    from tests.test_sweep import run_sweep
+
+    fixed = "topology.pe.attrs.pe_cost_model.fixed_per_cmd_cycles=0,32"
+    proc, sweep = run_sweep(tmp_path, "workload=gqa_pair", fixed, "topology=small", jobs=1)
+    assert proc.returncode == 0, proc.stderr
+    assert main([str(sweep)]) == 0
+    lines = (sweep / "report.txt").read_text().splitlines()
+    assert "plots: report_opt3_over_opt2_latency.png" in lines
+    assert (sweep / "report_opt3_over_opt2_latency.png").read_bytes()[:4] == b"\x89PNG"
+    assert any(line.startswith("opt3_over_opt2_latency: rank 1 = ") for line in lines)
+    general = ["fixed_per_cmd_cycles", "opt3_over_opt2_latency", "latency_winner"]
+    assert any(line.split()[:3] == general for line in lines)

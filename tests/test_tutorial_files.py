@@ -96,13 +96,26 @@ def test_the_tutorial_lists_what_the_sweep_and_report_write(tmp_path):
     assert {"bw_equivalence_bandwidth.svg", "report_mean_pe_bw_gbs.png", ".hydra/"} <= files
 
 
+def seeded_main_job_rows() -> list[dict]:
+    """The main job's rows as its sweep writes them: the uniform patterns at seeds 0, 1
+    and 2 (their bandwidths 1% apart), every other pattern once, at seed 0."""
+    out = []
+    for row in main_job_rows():
+        seeds = (0, 1, 2) if str(row["workload.pattern"]).startswith("uniform") else (0,)
+        bw = row["mean_pe_bw_gbs"]
+        out += [{**row, "workload.seed": s, "mean_pe_bw_gbs": bw * (1 + s / 100)} for s in seeds]
+    return out
+
+
 def test_the_tutorial_lists_the_general_plots_figures_of_the_main_job():
-    """The main job's whole grid (336 points: the preset's comma lists multiplied) has 28
-    panels in the general plot, 12 to a figure: three figures, the second and third
-    named ``_2`` and ``_3``, each a PNG and an SVG, as the tutorial lists them."""
+    """The main job's grid (1,008 points: the preset's comma lists multiplied; 624 run,
+    each deterministic pattern at one seed) has 28 panels in the general plot, the seeds
+    drawn as their mean, 12 to a figure: three figures, the second and third named
+    ``_2`` and ``_3``, each a PNG and an SVG, as the tutorial lists them."""
     grid = yaml.safe_load(PRESET.read_text())["hydra"]["sweeper"]["params"]
-    rows = pd.DataFrame(main_job_rows())
-    assert len(rows) == math.prod(len(str(v).split(",")) for v in grid.values()) == 336
+    rows = pd.DataFrame(seeded_main_job_rows())
+    assert math.prod(len(str(v).split(",")) for v in grid.values()) == 1008
+    assert len(rows) == 624
     plan = plan_plot(rows, main_metrics(rows), PlotChoice())
     figures = figure_count(plan.data, plan.facets)
     stem = f"report_{plan.metric}"

@@ -2,16 +2,18 @@
 
 Reads ``results.parquet`` of a sweep directory or ``result.parquet`` of a single run
 (by default the newest under ``./outputs`` that has an ok row, named on the first
-line: a newer failed run is passed over). It prints the swept keys, the constant
-values once, and a compact table of the swept keys against the main metrics, and
-plots a metric (``--metric``, a default per workload) against the swept keys
-(``--x``, ``--hue``, one panel per value of the rest). For the studies it finds
-(bandwidth equivalence, dispatch ratio, simulator speed, the Pareto front of a sweep
-run with a list ``objective``) it adds their tables, claim
-verdicts and plots. It writes ``report.txt``, ``report.html`` (self-contained) and the
-PNG plots beside the table. Exit status: 0 when the report was made (a claim that does
-not hold is a finding; ``--strict`` makes it exit 2), 1 when there is nothing to
-report on (no table, no rows, every point failed) or an option names no column.
+line: a newer failed run is passed over). The report opens with a summary of each
+section, then says the swept keys, the constant values once, and a compact table of the
+swept keys against the main metrics, and plots a metric (``--metric``, a default per
+workload) against the swept keys (``--x``, ``--hue``, one panel per value of the rest).
+For the studies it finds (bandwidth equivalence, dispatch ratio, simulator speed, the
+Pareto front of a sweep run with a list ``objective``, the decoder layer) it adds their
+tables, claim verdicts and plots. It writes all of that to ``report.txt`` and
+``report.html`` (self-contained), the PNG plots beside the table, and prints only the
+summaries, a line per claim and where the two files are, in at most 40 lines. Exit
+status: 0 when the report was made (a claim that does not hold is a finding;
+``--strict`` makes it exit 2), 1 when there is nothing to report on (no table, no rows,
+every point failed) or an option names no column.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from pathlib import Path
 import pandas as pd
 
 from kernbench.report import decoder_layer, pareto
-from kernbench.report.document import PlotChoice, ReportError, build, render_text
+from kernbench.report.document import (
+    TERMINAL_LINES,
+    PlotChoice,
+    ReportError,
+    build,
+    render_terminal,
+    render_text,
+)
 from kernbench.report.html import write_html
 from kernbench.report.tables import read, status_counts
 from kernbench.results import RESULT_FILE, STATUS_OK
@@ -53,11 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     counts = ", ".join(f"{n} {s}" for s, n in status_counts(df).items())
     header = f"{out_dir}: {len(df)} row{'s' * (len(df) != 1)} ({counts})"
-    text = render_text(header, sections)
-    (out_dir / "report.txt").write_text(text + "\n")
+    (out_dir / "report.txt").write_text(render_text(header, sections) + "\n")
     write_html(out_dir / "report.html", header, sections)
-    print(text)
-    print(f"report: {out_dir / 'report.html'}")
+    said = 0 if args.dir else 1  # the line naming the directory a bare report chose
+    print(render_terminal(header, sections, out_dir, TERMINAL_LINES - said))
     verdicts = [c.holds for s in sections for c in s.claims]
     return 2 if args.strict and False in verdicts else 0
 

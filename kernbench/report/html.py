@@ -1,14 +1,15 @@
 """``report.html``: the report's sections as one self-contained page, answer first.
 
-Each section shows its claims (verdict and figures), a short summary table and its
-plots open; the values said once and the full table sit in collapsed ``<details>``
-below them. Every table scrolls sideways in its own box (``overflow-x: auto``) and
-its column names may break after an underscore, so a wide table is never cut at the
-page's edge. Every plot is embedded as a base64 PNG (``data:`` URI) and the style
-sheet is inline, so the file opens in any browser, offline, copied anywhere, with
-nothing beside it. matplotlib's PNGs are enough here: interactive plots (plotly,
-altair) would add a dependency and several MB of JavaScript per page for hover labels
-the tables give.
+The page opens with every section's summary (at most five lines each, as in
+``report.txt``), each linking to its section. Each section shows its claims (verdict
+and figures), a short summary table and its plots open; the values said once and the
+full table sit in collapsed ``<details>`` below them. Every table scrolls sideways in
+its own box (``overflow-x: auto``) and its column names may break after an underscore,
+so a wide table is never cut at the page's edge. Every plot is embedded as a base64
+PNG (``data:`` URI) and the style sheet is inline, so the file opens in any browser,
+offline, copied anywhere, with nothing beside it. matplotlib's PNGs are enough here:
+interactive plots (plotly, altair) would add a dependency and several MB of JavaScript
+per page for hover labels the tables give.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ th { background: #f3f3f3; vertical-align: bottom; }
 .HOLDS { color: #fff; background: #2a7d2a; padding: 1px 6px; border-radius: 3px; }
 .DOES-NOT-HOLD { color: #fff; background: #b22; padding: 1px 6px; border-radius: 3px; }
 .NOT-TESTED { color: #fff; background: #888; padding: 1px 6px; border-radius: 3px; }
+.WITHIN-NOISE { color: #fff; background: #a66f00; padding: 1px 6px; border-radius: 3px; }
 pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.85em; }
 .scroll { overflow-x: auto; max-width: 100%; margin: 0.5em 0; }
 .scroll::-webkit-scrollbar { height: 10px; }
@@ -42,13 +44,15 @@ pre { background: #f7f7f7; padding: 0.5em; white-space: pre-wrap; font-size: 0.8
 details { margin: 0.6em 0; } summary { cursor: pointer; color: #235; }
 img, figure.plot svg { max-width: 100%; height: auto; display: block; }
 img, figure.plot { margin: 0.8em 0; border: 1px solid #eee; }
+.brief { margin: 0.5em 0; } .brief p { margin: 0.1em 0; }
+.brief p + p { margin-left: 1.5em; font-size: 0.95em; } .brief p.cases { margin-left: 3em; }
 """
 
 
 def render_html(header: str, sections: list[Section]) -> str:
     """The whole page."""
-    body = [f"<h1>KernBench report</h1><p>{escape(header)}</p>"]
-    body += [_section(s) for s in sections]
+    body = [f"<h1>KernBench report</h1><p>{escape(header)}</p>", summary_html(sections)]
+    body += [_section(s, n) for n, s in enumerate(sections)]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>KernBench report</title><style>{STYLE}</style></head>"
@@ -56,8 +60,25 @@ def render_html(header: str, sections: list[Section]) -> str:
     )
 
 
-def _section(section: Section) -> str:
-    parts = [f"<h2>{escape(section.title)}</h2>"]
+def summary_html(sections: list[Section]) -> str:
+    """The summaries before the sections, each one's first line a link to its section."""
+    briefs = []
+    for n, section in enumerate(sections):
+        first, *rest = section.brief or [section.title]
+        lines = [f'<p><a href="#section-{n}">{escape(first)}</a></p>']
+        lines += [_brief_line(line) for line in rest]
+        briefs.append(f'<div class="brief">{"".join(lines)}</div>')
+    return f'<section class="summary"><h2>Summary</h2>{"".join(briefs)}</section>'
+
+
+def _brief_line(line: str) -> str:
+    """A summary line; one indented in the text (a finding's cases) indented here too."""
+    more = ' class="cases"' if line.startswith(" ") else ""
+    return f"<p{more}>{escape(line.strip())}</p>"
+
+
+def _section(section: Section, n: int) -> str:
+    parts = [f'<h2 id="section-{n}">{escape(section.title)}</h2>']
     if section.lines:
         parts.append(f"<pre>{escape(chr(10).join(section.lines))}</pre>")
     parts += [_claim(c) for c in section.claims]

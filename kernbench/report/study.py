@@ -3,7 +3,10 @@
 Each study module exposes ``table(df) -> DataFrame | None`` (None: these rows are not
 that study), ``check(table) -> list[Claim]`` and ``plot(table, out_dir) -> list[Path]``,
 and may give ``lines(table) -> list[str]``: what its section says before the claims
-(bandwidth equivalence: the address model, which the claims then need not repeat).
+(bandwidth equivalence: the address model, which the claims then need not repeat), and
+``summary(table, claims) -> list[str]``: the findings its summary names, at most four
+lines under the verdict counts, which are always counted the same way (default:
+:func:`~kernbench.report.summary.findings`, the claims that do not hold).
 :data:`STUDIES` lists them; adding a study is one line here. A study that fails on
 an unusual grid costs its own section a one-line note, never the rest of the report.
 """
@@ -19,6 +22,7 @@ import pandas as pd
 from kernbench.report import bw_equivalence, decoder_layer, dispatch_ratio, pareto, sim_speed
 from kernbench.report.claims import Claim
 from kernbench.report.formatting import format_table, format_value
+from kernbench.report.summary import Findings, findings, fit, section_summary
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Study:
     check: Callable[[pd.DataFrame], list[Claim]]
     plot: Callable[[pd.DataFrame, Path], list[Path]]
     lines: Callable[[pd.DataFrame], list[str]] = lambda table: []
+    summary: Findings = findings
 
 
 @dataclass
@@ -36,7 +41,8 @@ class Section:
     and as HTML (:mod:`~kernbench.report.html`) from the same content, answer first:
     ``lines`` (what it is about), ``claims``, a short ``summary`` table, ``notes``,
     ``plots``; then ``details`` (values said once) and the full ``table`` (collapsed
-    in HTML)."""
+    in HTML). ``brief`` is its summary of at most five lines, which the report and the
+    terminal show before every section (:mod:`~kernbench.report.summary`)."""
 
     title: str
     lines: list[str] = field(default_factory=list)
@@ -47,6 +53,7 @@ class Section:
     notes: list[str] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     table: pd.DataFrame | None = None  # already formatted (strings)
+    brief: list[str] = field(default_factory=list)
 
 
 STUDIES: tuple[Study, ...] = (
@@ -79,8 +86,10 @@ def study_section(study: Study, df: pd.DataFrame, out_dir: Path) -> Section | No
             section.details = [f"same in every row: {_pairs(table, same)}"]
         section.table = format_table(table.drop(columns=same))
         section.claims = study.check(table)
+        section.brief = section_summary(study.title, table, section.claims, study.summary)
     except Exception as exc:  # a study's own limits must not cost the general report
-        return Section(study.title, notes=[f"not reported: {type(exc).__name__}: {exc}"])
+        note = f"not reported: {type(exc).__name__}: {exc}"
+        return Section(study.title, brief=[fit(f"{study.title}: {note}")], notes=[note])
     try:
         section.plots = study.plot(table, out_dir)
     except Exception as exc:
