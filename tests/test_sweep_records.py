@@ -21,7 +21,8 @@ from tests.test_sweep_dirs import GRID, SMALL, error_lines, rows
 POINTS_YAML = Path(".hydra") / "points.yaml"
 # 48 points: their points.yaml (~8.8 KB) is the largest record a sweep writes before
 # its first point (multirun.yaml ~5.8 KB), so a limit between the two fails its write.
-WIDE = (*SMALL, "workload.bytes_per_pe=4096,8192", "workload.seed=range(0,24)")
+# 48 points (an offset every pattern reads; a seed axis over local would be one point)
+WIDE = (*SMALL, "workload.bytes_per_pe=4096,8192", "workload.align_offset_bytes=range(0,24)")
 
 
 def sweep(tmp_path: Path, out: Path, *overrides: str, file_limit: int | None = None):
