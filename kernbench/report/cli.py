@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernbench.files import write_atomic
 from kernbench.report import decoder_layer, pareto
 from kernbench.report.document import (
     TERMINAL_LINES,
@@ -62,8 +63,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     counts = ", ".join(f"{n} {s}" for s, n in status_counts(df).items())
     header = f"{out_dir}: {len(df)} row{'s' * (len(df) != 1)} ({counts})"
-    (out_dir / "report.txt").write_text(render_text(header, sections) + "\n")
-    write_html(out_dir / "report.html", header, sections)
+    try:  # never through a planted link, never half written (kernbench.files)
+        write_atomic(out_dir / "report.txt", render_text(header, sections) + "\n")
+        write_html(out_dir / "report.html", header, sections)
+    except OSError as exc:
+        print(f"kernbench-report: error: {exc}", file=sys.stderr)
+        return 1
     said = 0 if args.dir else 1  # the line naming the directory a bare report chose
     print(render_terminal(header, sections, out_dir, TERMINAL_LINES - said))
     verdicts = [c.holds for s in sections for c in s.claims]

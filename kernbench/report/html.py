@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from kernbench.files import write_atomic
 from kernbench.report.claims import Claim
 from kernbench.report.study import Section
 
@@ -139,5 +140,5 @@ def _image(path: Path) -> str:
 
 
 def write_html(path: Path, header: str, sections: list[Section]) -> Path:
-    path.write_text(render_html(header, sections), encoding="utf-8")
+    write_atomic(path, render_html(header, sections))
     return path

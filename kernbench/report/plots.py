@@ -16,6 +16,8 @@ from pathlib import Path
 
 import matplotlib
 
+from kernbench.files import replaced
+
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -66,12 +68,14 @@ def save_figure(fig: plt.Figure, path: Path, dpi: int = 110) -> Path:
     """Write ``fig`` to ``path`` (PNG) and to ``path`` with ``.svg`` (text as text, in
     the font matplotlib measured it with; ids salted with the file's name, so several
     figures inlined in one page never share one), close it, return ``path``."""
-    fig.savefig(path, dpi=dpi)
+    with replaced(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format="png")
     engine = fig.get_layout_engine()
     if engine is not None and engine.colorbar_gridspec is False:  # constrained: laid out
         fig.set_layout_engine("none")  # once is enough; the SVG keeps the PNG's layout
-    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
-        fig.savefig(path.with_suffix(".svg"))
+    svg = {"svg.fonttype": "none", "svg.hashsalt": path.stem}
+    with plt.rc_context(svg), replaced(path.with_suffix(".svg")) as tmp:
+        fig.savefig(tmp, format="svg")
     plt.close(fig)
     return path
 

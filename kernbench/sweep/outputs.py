@@ -21,6 +21,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench.errors import printable
+from kernbench.files import UnsafePath
 
 # What the system says when a file cannot be written where it was asked to be.
 WRITE_ERRORS = frozenset(
@@ -33,6 +34,7 @@ WRITE_ERRORS = frozenset(
         errno.EFBIG,  # file too large (a file size limit)
         errno.ENOTDIR,  # a path component is a file
         errno.EEXIST,  # a directory wanted where a file is
+        errno.ELOOP,  # a symbolic link where a file goes (kernbench.files.UnsafePath)
     }
 )
 # Free space a run needs before it starts: its records and one row are a few KB; a
@@ -47,10 +49,12 @@ LOCATION_KEYS = {
 
 
 def message(exc: OSError, where: Path | str | None = None) -> str:
-    """``cannot write <path>: <the system's reason>``."""
+    """``cannot write <path>: <the reason>``: the system's, or why kernbench refused
+    (:class:`kernbench.files.UnsafePath`: a symbolic link where the file goes)."""
     path = exc.filename if exc.filename is not None else where
     shown = printable(os.path.abspath(os.fsdecode(path))) if path is not None else "the outputs"
-    return f"cannot write {shown}: {os.strerror(exc.errno)}"
+    why = exc.strerror if isinstance(exc, UnsafePath) else os.strerror(exc.errno)
+    return f"cannot write {shown}: {why}"
 
 
 @contextlib.contextmanager

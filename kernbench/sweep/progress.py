@@ -14,6 +14,12 @@ finished job drops a marker ``done/<job_num>``. A worker counts the markers and 
 ``point 3/8 done (job 5), 4.1 s elapsed, ~6.8 s left``: time left is the elapsed time
 per finished point times the points still to go, which already reflects however many
 workers run at once.
+
+The sweep directory may be one other users can write into, and the sweep's own
+processes read back what is in ``.kernbench/`` (a chunk job's marks hold its points'
+results, :mod:`kernbench.sweep.remote`). So ``.kernbench`` and ``done`` are directories
+only the sweeping user can use (:func:`kernbench.files.private_dir`): made with mode
+0700, and refused in one line if either is a symbolic link or another user's.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from kernbench.files import write_atomic
+from kernbench.errors import ConfigError, one_line
+from kernbench.files import UnsafePath, private_dir, write_atomic
 from kernbench.sweep import stop
 
 if TYPE_CHECKING:
@@ -43,6 +50,7 @@ STATE_DIR = ".kernbench"
 _START_FILE = "progress.json"
 _DONE_DIR = "done"
 _BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+SWEEP_KEY = "hydra.sweep.dir"
 
 
 class RunBar:
@@ -136,19 +144,52 @@ def sweep_size(config: DictConfig) -> int | None:
 
 
 def start_sweep(sweep_dir: Path, total: int | None, now: float | None = None) -> None:
-    """Record when the sweep started and how many points it has (main process)."""
-    state = sweep_dir / STATE_DIR
-    (state / _DONE_DIR).mkdir(parents=True, exist_ok=True)
+    """Record when the sweep started and how many points it has (main process, a
+    Hydra callback: a refused ``.kernbench`` is one line and exit 1 here)."""
+    try:
+        done_dir(sweep_dir)
+    except ConfigError as exc:
+        print(f"kernbench: error: {one_line(str(exc))}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
     start = time.time() if now is None else now
-    write_atomic(state / _START_FILE, json.dumps({"start": start, "total": total}))
+    write_atomic(state_dir(sweep_dir) / _START_FILE, json.dumps({"start": start, "total": total}))
+
+
+def state_dir(sweep_dir: Path) -> Path:
+    """``<sweep>/.kernbench``, made private to this user if it is not (see the module's
+    docstring); a :class:`ConfigError` naming ``hydra.sweep.dir`` and the directory if
+    it is a symbolic link or another user's."""
+    return _private(Path(sweep_dir) / STATE_DIR)
+
+
+def done_dir(sweep_dir: Path) -> Path:
+    """``<sweep>/.kernbench/done``, checked as :func:`state_dir` is."""
+    state = state_dir(sweep_dir)
+    return _private(state / _DONE_DIR)
+
+
+def private_subdir(sweep_dir: Path, name: str) -> Path:
+    """``<sweep>/.kernbench/<name>``, checked as :func:`state_dir` is."""
+    return _private(state_dir(sweep_dir) / name)
+
+
+def _private(path: Path) -> Path:
+    try:
+        return private_dir(path)
+    except UnsafePath as exc:
+        raise ConfigError(
+            SWEEP_KEY,
+            f"{exc}; kernbench keeps a sweep's own files only in a directory of the"
+            " sweeping user's that no one else can write (remove it, or sweep into"
+            " another directory)",
+        ) from None
 
 
 def mark_done(sweep_dir: Path, job_num: int) -> None:
     """Mark point ``job_num`` finished, where it ran (a job, a chunk task): a marker
     file, so a point finished twice (a retried job) still counts once."""
-    mark = done_mark(sweep_dir, job_num)
-    mark.parent.mkdir(parents=True, exist_ok=True)
-    mark.touch()
+    done_dir(sweep_dir)
+    write_atomic(done_mark(sweep_dir, job_num), b"")
 
 
 def done_mark(sweep_dir: Path, job_num: int) -> Path:
@@ -157,11 +198,12 @@ def done_mark(sweep_dir: Path, job_num: int) -> Path:
 
 
 def count_done(sweep_dir: Path) -> int:
-    """The points marked finished so far."""
-    done_dir = sweep_dir / STATE_DIR / _DONE_DIR
-    if not done_dir.is_dir():
+    """The points marked finished so far (none while ``done`` is not a directory of
+    its own: a link is not followed)."""
+    done = sweep_dir / STATE_DIR / _DONE_DIR
+    if done.is_symlink() or not done.is_dir():
         return 0
-    return sum(not mark.name.startswith(".") for mark in done_dir.iterdir())  # . : partial
+    return sum(not mark.name.startswith(".") for mark in done.iterdir())  # . : partial
 
 
 def finish_point(sweep_dir: Path, job_num: int, now: float | None = None) -> str:

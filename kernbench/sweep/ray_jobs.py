@@ -19,7 +19,11 @@ same ``hydra.launcher.ray`` config and submits each job with the plugin's own
   error rows, and the others are kept (the plugin's ``ray.get`` of every job raised the
   first such error out of the sweep);
 - a private instance is shut down when its jobs are done, and a reaper
-  (:mod:`kernbench.sweep.reaper`) ends its processes if the sweep dies first.
+  (:mod:`kernbench.sweep.reaper`) ends its processes if the sweep dies first;
+- a private instance listens on 127.0.0.1 only (:func:`on_loopback`): started by
+  ``ray.init`` it bound its GCS, raylet, workers and dashboard agent to every
+  interface, so anyone who could reach the machine could submit code to run as the
+  user sweeping, for as long as the sweep ran.
 
 A ``ray.init`` that fails (a misspelt key, no cluster found for ``auto``) is one line
 naming ``hydra.launcher.ray.init``.
@@ -34,7 +38,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -51,6 +55,7 @@ log = logging.getLogger(__name__)
 INIT_KEY = "hydra.launcher.ray.init"
 PLUGIN_STORE_BYTES = 78_643_200  # the plugin's object_store_memory (75 MiB)
 REAPER = Path(__file__).with_name("reaper.py")
+LOOPBACK = "127.0.0.1"
 
 
 def is_ray_launcher(launcher: Any) -> bool:
@@ -122,7 +127,9 @@ def started(init: DictConfig) -> Iterator[None]:
     private = kwargs.get("address") == "local"
     if private:
         kwargs.setdefault("object_store_memory", PLUGIN_STORE_BYTES)
-    with _stop_handlers_kept():
+        kwargs.setdefault("dashboard_host", LOOPBACK)
+    loopback = on_loopback() if private and "_node_ip_address" not in kwargs else nullcontext()
+    with _stop_handlers_kept(), loopback:
         try:
             ray.init(**kwargs)
         except Exception as exc:
@@ -135,6 +142,29 @@ def started(init: DictConfig) -> Iterator[None]:
     if reaper is not None:
         os.close(reaper.pipe)  # the reaper ends what the shutdown left, then exits
         reaper.process.wait()
+
+
+@contextmanager
+def on_loopback() -> Iterator[None]:
+    """A private instance started in the block listens on 127.0.0.1 alone: its GCS
+    and raylet, its workers, its dashboard and agents.
+
+    Ray binds its servers to 127.0.0.1 when the node's address is a loopback one, and
+    to every interface otherwise; but ``ray.init`` (and ``ray start``) replace a
+    loopback ``_node_ip_address`` with the address other machines reach this one at,
+    unless Ray runs as "no cluster" (its default on macOS and Windows: Ray's constant
+    ``ENABLE_RAY_CLUSTER``, read when the address is chosen). That constant is false
+    for the block; the node's processes are then given 127.0.0.1 as their address. It
+    is restored after, so a cluster joined later is reached as before.
+    tests/test_ray_local.py checks every listening socket of a private sweep's cluster."""
+    from ray._private import ray_constants
+
+    before = ray_constants.ENABLE_RAY_CLUSTER
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = before
 
 
 def init_kwargs(init: DictConfig) -> dict[str, Any]:

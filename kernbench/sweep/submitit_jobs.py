@@ -11,6 +11,14 @@ callable, as in the plugin), and fetches each job's result on its own: a job tha
 not complete is a failed job, whose points become error rows
 (:mod:`kernbench.sweep.remote`), and the sweep goes on. Hydra's stock path keeps the
 plugin's own ``launch``.
+
+submitit pickles each job (the launcher, its config, the task) into
+``hydra.launcher.submitit_folder`` (``<sweep>/.submitit/%j`` by default), where the
+job unpickles it, and each job's result back there, where this process unpickles it.
+So the folder's fixed part (up to its first ``%`` field) is made a directory only this
+user can use (:func:`kernbench.files.private_dir`), refused in one line naming
+``hydra.launcher.submitit_folder`` if it is a symbolic link or another user's, and
+checked again before each job's result is read (:func:`fetch`).
 """
 
 from __future__ import annotations
@@ -25,9 +33,13 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
+from kernbench.errors import ConfigError
+from kernbench.files import UnsafePath, private_dir
+
 log = logging.getLogger(__name__)
 
 PLUGIN = "hydra_plugins.hydra_submitit_launcher.submitit_launcher"
+FOLDER_KEY = "hydra.launcher.submitit_folder"
 INIT_KEYS = {"submitit_folder", "max_num_timeout"}  # the executor's, not the jobs'
 # submitit waits 15 s for the result file of a job that ended without one, in case a
 # network filesystem shows it late: right for a SLURM job written on another node,
@@ -50,6 +62,7 @@ def launch(launcher: Any, count: int) -> list[JobReturn]:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     if "mode" in launcher.config.hydra.sweep:
         os.chmod(sweep_dir, mode=int(str(launcher.config.hydra.sweep.mode), 8))
+    folder = private_folder(launcher.params["submitit_folder"])
     log.info(f"submitit '{launcher._EXECUTOR}': launching {count} chunk jobs")
     state = Singleton.get_state()
     jobs = executor.map_array(
@@ -63,7 +76,7 @@ def launch(launcher: Any, count: int) -> list[JobReturn]:
     if launcher._EXECUTOR == "local":
         for job in jobs:
             job._results_timeout_s = LOCAL_RESULT_WAIT_S
-    return [fetch(job) for job in jobs]
+    return [fetch(job, folder) for job in jobs]
 
 
 def make_executor(launcher: Any) -> Any:
@@ -89,14 +102,41 @@ def make_executor(launcher: Any) -> Any:
     return executor
 
 
-def fetch(job: Any) -> JobReturn:
+def private_folder(folder: str) -> Path | None:
+    """The fixed part of submitit's ``folder`` (up to its first ``%`` field, which
+    submitit fills in per job), made private to this user (see the module's
+    docstring); a :class:`ConfigError` naming ``hydra.launcher.submitit_folder`` if it
+    is a symbolic link or another user's. None for a folder that is all ``%`` fields
+    (relative to where kernbench started, which is not kernbench's to make private)."""
+    parts = Path(folder).parts
+    fixed = next((n for n, part in enumerate(parts) if "%" in part), len(parts))
+    if not fixed:
+        return None
+    try:
+        return private_dir(Path(*parts[:fixed]))
+    except UnsafePath as exc:
+        raise ConfigError(
+            FOLDER_KEY,
+            f"{exc}; submitit keeps the jobs it runs there as pickles, which run code when"
+            " read: it must be a directory of the sweeping user's that no one else can"
+            " write (remove it, or choose another folder)",
+        ) from None
+
+
+def fetch(job: Any, folder: Path | None) -> JobReturn:
     """The job's own JobReturn, or a failed one holding why it gave none: submitit's
     ``UncompletedJobError`` (a RuntimeError; a stop is a KeyboardInterrupt), told in
-    one line where it ran to several (the job, and its log)."""
+    one line where it ran to several (the job, and its log). Its result is read only
+    once the job has ended and ``folder`` is still private to this user."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
     try:
+        job.wait()
+        if folder is not None:
+            private_folder(str(folder))
         return job.results()[0]
+    except ConfigError as exc:
+        return JobReturn(status=JobStatus.FAILED, _return_value=RuntimeError(str(exc)))
     except RuntimeError as exc:
         why = exc
         if not isinstance(exc, FailedJobError):  # killed, lost or out of time
