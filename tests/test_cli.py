@@ -413,13 +413,14 @@ def test_app_warns_before_a_long_run_but_not_a_cached_one(
     row of every declared stream metric: the point cache serves only what an ok row
     holds), and a point served from the point cache, which takes no time, gets none."""
     from kernbench import simulate
-    from kernbench.config.columns import METRICS, TEXT
+    from kernbench.config.columns import INTEGERS, METRICS, TEXT
     from kernbench.config.schema import StreamWorkloadConfig
     from kernbench.job import run_job
     from kernbench.sweep.cache import PointCache
 
     declared = METRICS[StreamWorkloadConfig]
-    metrics = {name: "x" if kind == TEXT else 1.0 for name, kind in declared.items()}
+    stub_value = {name: 1 if name in INTEGERS else 1.0 for name in declared}  # counts are ints
+    metrics = {name: "x" if kind == TEXT else stub_value[name] for name, kind in declared.items()}
 
     def stub(cfg, **kw):
         return simulate.RunResult(dict(metrics))

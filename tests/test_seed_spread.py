@@ -87,6 +87,23 @@ def test_a_sweep_runs_a_point_once_per_value_of_a_key_it_reads(tmp_path):
     assert uniform["sim_time_ns"].nunique() > 1
 
 
+@pytest.mark.slow
+def test_a_value_no_config_takes_is_not_dropped_it_makes_its_error_row(tmp_path):
+    # local reads no seed, but -1 is no seed at all: its point stays and fails as it
+    # would have, naming the key; 1 repeats 0 and runs once
+    sweep_dir = tmp_path / "s"
+    proc = run(
+        tmp_path, "-m", *SMALL, "traffic=local", "workload.seed=0,1,-1",
+        f"hydra.sweep.dir={sweep_dir}",
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # a point failed: the sweep says so
+    assert "1 of 2 sweep points failed" in proc.stderr
+    assert "1 of 3 points repeat another point and run once" in proc.stdout
+    df = pd.read_parquet(sweep_dir / MERGED_FILE).sort_values("job_num")
+    assert df["status"].tolist() == ["ok", "error"]
+    assert "workload.seed" in df["error"].iloc[1]
+
+
 def seeded(figures: dict[tuple[str, int, int], float], pattern: str = "uniform") -> pd.DataFrame:
     """Stream rows of one PE count and N = 8, ``figures[(mapping, access, seed)]`` the
     per-PE bandwidth."""

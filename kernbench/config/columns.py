@@ -165,6 +165,42 @@ KERNEL_COLUMNS: dict[type, dict[str, str]] = {
     },
 }
 
+# The number columns that always hold an int (a count, bytes, a launch's index), in every
+# workload that has them: a float there (a forged 256.5) turns a table's whole column to
+# double, and an int past 64 bits (|x| >= 2^63) turns it to text. The point cache and
+# resume hold them to exactly that (kernbench.sweep.cache.check_declared);
+# tests/test_resume_cache_forged.py checks each workload's row against this set.
+INTEGERS: frozenset[str] = frozenset(
+    {
+        "active_pe_count",
+        "accesses",
+        "bytes_moved",
+        "install_bytes",
+        "n_tiles",
+        "hbm_channels_used",
+        "commands_per_tile",
+        "logical_bytes_per_tile",
+        "opt2_commands_per_tile",
+        "opt3_commands_per_tile",
+        "opt2_logical_bytes_per_tile",
+        "opt3_logical_bytes_per_tile",
+        "commands",
+        "dma_commands",
+        "gemm_commands",
+        "math_commands",
+        "programs",
+        "kernels",
+        "flops",
+        "math_elements",
+        "cpu_bound_kernels",
+        "launch",
+    }
+)
+# A launch row's index (0 to n-1, in launch order) and the metric of its point that
+# says n: a point of a workload with launch rows has at least one, each index once.
+LAUNCH_INDEX = "launch"
+LAUNCH_COUNT = "kernels"
+
 # Wall-clock columns every row has (null when served from the point cache), and those
 # sim.measure_speed adds (kernbench.sim.speed).
 TIMINGS: dict[str, str] = {"sim_wall_s": NUMBER, "wall_s": NUMBER}

@@ -15,6 +15,7 @@ it from the sweep's recorded config, and ``kernbench-report`` hands it over in
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import matplotlib
@@ -23,9 +24,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
 
 from kernbench.config.objective import names  # noqa: E402
+from kernbench.records import RecordError, read_record  # noqa: E402
 from kernbench.report.claims import Claim  # noqa: E402
 from kernbench.report.general import independent_axes, swept_keys  # noqa: E402
 from kernbench.report.plots import _save, wrapped  # noqa: E402
@@ -61,16 +62,20 @@ _ALL = "all_points"
 def recorded_objective(where: Path) -> list[str] | None:
     """The ``objective`` a sweep (or run) directory was made with, from its recorded
     config: ``multirun.yaml`` (kernbench's and the basic sweeper), else a job's
-    ``.hydra/config.yaml`` (the optuna sweeper writes no multirun.yaml); None if none."""
+    ``.hydra/config.yaml`` (the optuna sweeper writes no multirun.yaml); None if none.
+    A record that does not read in bounded time (:func:`kernbench.records.read_record`)
+    is one note on stderr: the report goes on without the front."""
     candidates = [where / "multirun.yaml", where / ".hydra" / "config.yaml"]
     candidates += sorted(where.glob("*/.hydra/config.yaml"))[:1]
     for path in candidates:
         if not path.is_file():
             continue
         try:
-            value = OmegaConf.to_container(OmegaConf.load(path)).get(ATTR)
-            return names(value) or None
-        except Exception:  # an unreadable record: no objective, no study
+            return names(read_record(path).get(ATTR)) or None
+        except RecordError as exc:
+            _note(exc, "the report has no Pareto front")
+            return None
+        except Exception:  # not a mapping, or no list of names: no objective, no study
             return None
     return None
 
@@ -78,15 +83,26 @@ def recorded_objective(where: Path) -> list[str] | None:
 def recorded_directions(where: Path, n: int) -> list[str]:
     """The directions a sweeper was given (``hydra.sweeper.direction`` in the sweep's
     ``multirun.yaml``, kernbench's sweeper, else in a job's ``.hydra/hydra.yaml``, the
-    optuna sweeper), one per objective; every one minimised when none is recorded."""
+    optuna sweeper), one per objective; every one minimised when none is recorded, or
+    when there is no objective to direct (``n`` = 0: nothing is read)."""
+    if not n:  # no objective: nothing to read (its record may be the one not read)
+        return []
     candidates = [where / "multirun.yaml", *sorted(where.glob("*/.hydra/hydra.yaml"))[:1]]
     for path in (p for p in candidates if p.is_file()):
         try:
-            sweeper = OmegaConf.load(path).hydra.sweeper
-            return directions_of(OmegaConf.to_container(sweeper).get("direction"), n)
+            sweeper = read_record(path)["hydra"]["sweeper"]
+            return directions_of(sweeper.get("direction"), n)
+        except RecordError as exc:
+            _note(exc, "every objective is taken as minimised")
+            break
         except Exception:  # an unreadable record: the default
             break
     return directions_of(None, n)
+
+
+def _note(exc: RecordError, meaning: str) -> None:
+    """One line on stderr for a record the report does not read, and what that means."""
+    print(f"kernbench-report: note: {exc}; {meaning}", file=sys.stderr)
 
 
 def _objective(df: pd.DataFrame) -> list[str] | None:

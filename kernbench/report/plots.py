@@ -16,7 +16,7 @@ from pathlib import Path
 
 import matplotlib
 
-from kernbench.files import replaced
+from kernbench.files import refuse_link
 
 matplotlib.use("Agg")
 
@@ -68,14 +68,14 @@ def save_figure(fig: plt.Figure, path: Path, dpi: int = 110) -> Path:
     """Write ``fig`` to ``path`` (PNG) and to ``path`` with ``.svg`` (text as text, in
     the font matplotlib measured it with; ids salted with the file's name, so several
     figures inlined in one page never share one), close it, return ``path``."""
-    with replaced(path) as tmp:
-        fig.savefig(tmp, dpi=dpi, format="png")
+    refuse_link(path)  # never through a link planted where the plot goes
+    fig.savefig(path, dpi=dpi)
     engine = fig.get_layout_engine()
     if engine is not None and engine.colorbar_gridspec is False:  # constrained: laid out
         fig.set_layout_engine("none")  # once is enough; the SVG keeps the PNG's layout
-    svg = {"svg.fonttype": "none", "svg.hashsalt": path.stem}
-    with plt.rc_context(svg), replaced(path.with_suffix(".svg")) as tmp:
-        fig.savefig(tmp, format="svg")
+    refuse_link(path.with_suffix(".svg"))
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
+        fig.savefig(path.with_suffix(".svg"))
     plt.close(fig)
     return path
 

@@ -9,10 +9,18 @@ wall-clock timings (``sim_wall_s``, the simulation alone, and ``wall_s``, the wh
 Those last three are the only columns that may differ between two runs of one point.
 :func:`rows_to_table` is the single place that decides column types, so merging rows
 from many jobs (a sweep) is ``rows_to_table(all_rows)``.
+
+A table also says, in its schema's metadata (:data:`ROW_DIGESTS`), the digest of each of
+its ok rows' columns other than the config (:func:`row_digests`): resume keeps a row of
+``results.parquet`` only if the table still holds it as it was written
+(:mod:`kernbench.sweep.claim`). Its config columns are vouched for by ``config_hash``,
+which is in the digest and which resume checks them against; so two rows' metrics
+swapped, or one edited, drop both rows, where a row's config alone could not tell.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -44,6 +52,12 @@ FIXED_TYPES: dict[str, pa.DataType] = {
     "sim_wall_s": pa.float64(),
     "wall_s": pa.float64(),
 }
+
+
+# The schema metadata key of a table's row digests (row_digests: DIGEST_DIGITS hex digits
+# each, one after another, for its ok rows).
+ROW_DIGESTS = b"kernbench.row_digests"
+DIGEST_DIGITS = 16
 
 
 # Config subtrees that say where outputs go, not what was simulated (conf/paths/).
@@ -119,7 +133,52 @@ def _build(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
         if pa.types.is_string(dtype):
             values = [None if v is None else str(v) for v in values]
         arrays.append(pa.array(values, type=dtype))
-    return pa.Table.from_arrays(arrays, names=names)
+    table = pa.Table.from_arrays(arrays, names=names)
+    digests = "".join(d for d in row_digests(table) if d is not None)
+    return table.replace_schema_metadata({ROW_DIGESTS: digests})
+
+
+def row_digests(table: pa.Table) -> list[str | None]:
+    """Per row, :data:`DIGEST_DIGITS` hex digits of sha256 over the names and values,
+    as the table holds them, of its columns other than the config (no dot in the name:
+    groups, identity with ``config_hash``, status, metrics, timings); None for a row
+    that is not ok (resume keeps none). Values are taken from the table, not the rows
+    it was built from, so the writer and a reader see the same ints and floats."""
+    names = [name for name in table.column_names if "." not in name]
+    if "status" not in names:
+        return [None] * table.num_rows
+    columns = [table.column(name).to_pylist() for name in names]
+    head = hashlib.sha256(repr(names).encode())
+    status = names.index("status")
+    digests: list[str | None] = []
+    for values in zip(*columns, strict=True):
+        if values[status] != STATUS_OK:
+            digests.append(None)
+            continue
+        digest = head.copy()
+        digest.update(repr(values).encode())
+        digests.append(digest.hexdigest()[:DIGEST_DIGITS])
+    return digests
+
+
+def stored_digests(table: pa.Table) -> set[str]:
+    """The row digests a table was written with (:data:`ROW_DIGESTS`); none for a table
+    another program wrote."""
+    held = (table.schema.metadata or {}).get(ROW_DIGESTS, b"").decode("ascii", "replace")
+    return {held[i : i + DIGEST_DIGITS] for i in range(0, len(held), DIGEST_DIGITS)}
+
+
+def stored_value(value: Any, dtype: pa.DataType) -> Any:
+    """``value`` as a column of ``dtype`` gives it back (:func:`_build`'s conversions:
+    text in a string column, a float in a double column): what a row read from a table
+    holds where its point's config held ``value``."""
+    if value is None:
+        return None
+    if pa.types.is_string(dtype):
+        return str(value)
+    if pa.types.is_floating(dtype):
+        return float(value)
+    return value
 
 
 def _unrepresentable_to_errors(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

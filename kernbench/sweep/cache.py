@@ -27,8 +27,13 @@ checksum (truncated, or damaged) or holds what no ok row holds (something other 
 scalars; a time, bandwidth or size that is text, NaN or infinite; and, given the
 workload's declared metric and launch columns, :mod:`kernbench.config.columns`, a column
 missing or unknown, text where a number is declared or the reverse, a negative time) is logged,
-removed and treated as a miss: it is recomputed, never returned. A checksum only says
-the file is whole: an entry written by hand, or by a bug, can pass it.
+removed and treated as a miss: it is recomputed, never returned. Kinds are exact where a
+table's column type depends on them (issue 56): a count or size
+(:data:`~kernbench.config.columns.INTEGERS`) is an int, not ``256.5`` (which turns the
+column double for every row), and any int is within |x| < 2^63 (past it the column
+turns text); a decoder point's launch rows are one per launch, numbered 0 to n-1, n
+its ``kernels``; a point of a workload without launch rows has none. A checksum only
+says the file is whole: an entry written by hand, or by a bug, can pass it.
 
 joblib.Memory was the first candidate; it recomputes a truncated pickle (after printing
 a traceback) but returns a damaged pickle that still loads, and keys on the function's
@@ -50,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import kernbench
-from kernbench.config.columns import TEXT
+from kernbench.config.columns import INTEGERS, LAUNCH_COUNT, LAUNCH_INDEX, TEXT
 from kernbench.files import replaced
 from kernbench.results.identity import canonical_json
 from kernbench.units import unit_of
@@ -59,6 +64,7 @@ log = logging.getLogger(__name__)
 
 _PACKAGE_DIR = Path(kernbench.__file__).resolve().parent
 FORMAT = 2  # bump when the entry layout changes; old entries then miss
+INT64_LIMIT = 1 << 63  # an int metric is within (-2^63, 2^63): an Arrow int64 holds it
 
 
 # The package's code: its sources and the modules mypyc compiled from them (setup.py).
@@ -142,22 +148,7 @@ class PointCache:
             log.warning("point cache: cannot read %s (%s); recomputing", path, exc)
             return None
         try:
-            entry = json.loads(text)
-            metrics, launches = entry["metrics"], entry["launches"]
-            _check_metrics(metrics)
-            if not isinstance(launches, list):
-                raise ValueError(f"launches are a {type(launches).__name__}, not a list")
-            for row in launches:
-                _check_metrics(row)
-            if entry["key"] != key or entry["checksum"] != _checksum(metrics, launches):
-                raise ValueError("key or checksum does not match")
-            if declared is not None:
-                _check_declared(metrics, declared)
-            if launch_columns is not None:
-                for row in launches:
-                    _check_declared(row, launch_columns)
-            elif launches:
-                raise ValueError(f"{len(launches)} launch rows for a point that has none")
+            metrics, launches = _checked(json.loads(text), key, declared, launch_columns)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:  # JSONDecodeError
             # is a ValueError; RecursionError: JSON nested deeper than Python parses
             log.warning("point cache: discarding bad entry %s (%s); recomputing", path, exc)
@@ -196,23 +187,52 @@ def _write_atomic(path: Path, entry: dict[str, Any]) -> None:
         json.dump(entry, f, separators=(",", ":"))  # metrics keep their column order
 
 
+def _checked(
+    entry: Any,
+    key: str,
+    declared: Mapping[str, str] | None,
+    launch_columns: Mapping[str, str] | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The metrics and launch rows of a parsed entry; ValueError (or KeyError,
+    TypeError) unless it is whole (its key and checksum) and holds what an ok point of
+    the workload holds (:func:`check_declared`, :func:`check_launches`)."""
+    metrics, launches = entry["metrics"], entry["launches"]
+    _check_metrics(metrics)
+    if not isinstance(launches, list):
+        raise ValueError(f"launches are a {type(launches).__name__}, not a list")
+    for row in launches:
+        _check_metrics(row)
+    if entry["key"] != key or entry["checksum"] != _checksum(metrics, launches):
+        raise ValueError("key or checksum does not match")
+    if declared is not None:
+        check_declared(metrics, declared)
+    check_launches(metrics, launches, launch_columns)
+    return metrics, launches
+
+
 def _check_metrics(metrics: Any) -> None:
     """Raise ValueError unless ``metrics`` could be an ok row's: a mapping of names to
-    plain scalars, and every value named with a unit (a time, a bandwidth, bytes) a
-    finite number. The checksum only says the file is whole; this says what it holds
-    is a result (a bad one is discarded, never served)."""
+    plain scalars, every int one a table's int64 column holds (|x| < 2^63: past it the
+    column turns to text), and every value named with a unit (a time, a bandwidth,
+    bytes) a finite number. The checksum only says the file is whole; this says what
+    it holds is a result (a bad one is discarded, never served)."""
     if not isinstance(metrics, dict):
         raise ValueError(f"metrics are a {type(metrics).__name__}, not a mapping")
     for name, value in metrics.items():
         if not _storable(value):
             raise ValueError(f"metric {name} is {value!r}")
+        if _integer(value) and not _int64(value):
+            raise ValueError(f"metric {name} is {value}, not within 64 bits (|x| < 2^63)")
         if unit_of(name) and not _finite_number(value):
             raise ValueError(f"metric {name} ({unit_of(name)}) is {value!r}, not a number")
 
 
-def _check_declared(metrics: dict[str, Any], declared: Mapping[str, str]) -> None:
+def check_declared(metrics: Mapping[str, Any], declared: Mapping[str, str]) -> None:
     """Raise ValueError unless ``metrics`` has exactly the ``declared`` metric columns,
-    each of its kind (text, or a finite number), and no negative time."""
+    each of its kind: text; an int within 64 bits where
+    :data:`~kernbench.config.columns.INTEGERS` says (a float there turns the column
+    double); else a finite number; and no negative time. Resume holds a kept row's
+    metrics to the same (:mod:`kernbench.sweep.claim`)."""
     missing = [name for name in declared if name not in metrics]
     unknown = [name for name in metrics if name not in declared]
     if missing or unknown:
@@ -222,10 +242,48 @@ def _check_declared(metrics: dict[str, Any], declared: Mapping[str, str]) -> Non
         if kind == TEXT:
             if not isinstance(value, str):
                 raise ValueError(f"metric {name} is {value!r}, not text")
+            continue
+        if name in INTEGERS:
+            if not (_integer(value) and _int64(value)):
+                raise ValueError(f"metric {name} is {value!r}, not an int within 64 bits")
         elif not _finite_number(value):
             raise ValueError(f"metric {name} is {value!r}, not a finite number")
-        elif unit_of(name) == "ns" and value < 0:
+        if unit_of(name) == "ns" and value < 0:
             raise ValueError(f"metric {name} is {value!r}, a negative time")
+
+
+def check_launches(
+    metrics: Mapping[str, Any],
+    launches: Sequence[Mapping[str, Any]],
+    launch_columns: Mapping[str, str] | None,
+) -> None:
+    """Raise ValueError unless ``launches`` are the launch rows of a point whose
+    workload declares ``launch_columns`` (None: it writes none): at least one, each
+    with those columns (:func:`check_declared`), numbered 0 to n-1 in order, n the
+    point's :data:`~kernbench.config.columns.LAUNCH_COUNT`. A point of 14 launches
+    served with none, or with two numbered 0, would lose or double a kernel's row."""
+    if launch_columns is None:
+        if launches:
+            raise ValueError(f"{len(launches)} launch rows for a point that has none")
+        return
+    for row in launches:
+        check_declared(row, launch_columns)
+    indices = [row[LAUNCH_INDEX] for row in launches]
+    if not indices or indices != list(range(len(indices))):
+        shown = indices if len(indices) <= 8 else [*indices[:8], "..."]
+        raise ValueError(f"launch rows numbered {shown}, not 0 to n-1 with n >= 1")
+    count = metrics.get(LAUNCH_COUNT)
+    if count != len(launches):
+        raise ValueError(f"{len(launches)} launch rows where {LAUNCH_COUNT} is {count!r}")
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int64(value: int) -> bool:
+    """|x| < 2^63, as the docs promise (docs/reference/errors.md)."""
+    return -INT64_LIMIT < value < INT64_LIMIT
 
 
 def _finite_number(value: Any) -> bool:

@@ -22,6 +22,7 @@ from omegaconf import OmegaConf
 
 from kernbench.config import flatten
 from kernbench.errors import ConfigError, printable
+from kernbench.records import RecordError, read_record
 from kernbench.results import (
     RESULT_FILE,
     STATUS_ERROR,
@@ -112,13 +113,20 @@ def job_rows(job_dir: Path, sweep_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def _missing_row(job_dir: Path, sweep_dir: Path, why: str) -> dict[str, Any]:
+    """The error row of a job that wrote none, with the config and job number its
+    saved records hold; a record that does not read in bounded time
+    (:mod:`kernbench.records`) is left out and said in the row's error."""
     saved = job_dir / _HYDRA_DIR
     flat: dict[str, Any] = {}
     job_num = None
-    if (saved / "config.yaml").is_file():
-        flat = config_columns(flatten(OmegaConf.load(saved / "config.yaml")))
-    if (saved / "hydra.yaml").is_file():
-        job_num = OmegaConf.load(saved / "hydra.yaml").hydra.job.get("num")
+    try:
+        if (saved / "config.yaml").is_file():
+            saved_cfg = OmegaConf.create(read_record(saved / "config.yaml"))
+            flat = config_columns(flatten(saved_cfg))
+        if (saved / "hydra.yaml").is_file():
+            job_num = read_record(saved / "hydra.yaml")["hydra"]["job"].get("num")
+    except RecordError as exc:
+        why = f"{why}; {exc}"
     return make_row(flat, status=STATUS_ERROR, error=why, sweep_id=str(sweep_dir), job_num=job_num)
 
 

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 
 from kernbench import job
+from kernbench.config.columns import METRICS
 from kernbench.errors import ConfigError
-from kernbench.results import config_hash
 from kernbench.sweep import typed
 from kernbench.sweep.plan import Plan, Point, apply_values, point_config
 
@@ -410,13 +410,26 @@ def _since(start: float) -> float:
     return time.perf_counter() - start
 
 
-def point_hashes(plan: Plan) -> Callable[[int], str | None]:
-    """The config hash a row of each point would carry (its validated, flattened
-    config's), by job number; None for a point not in ``plan`` or whose config does not
-    build or validate (its run reports that). What resume checks a kept row against."""
+@dataclass(frozen=True)
+class PointRow:
+    """What a row of one point holds before its metrics, as the sweep would make it
+    now: its config columns (:func:`kernbench.job.prepare`'s) and its workload's
+    declared metric columns (:data:`kernbench.config.columns.METRICS`; None for a
+    workload that declares none). Resume checks a kept row against it
+    (:func:`kernbench.sweep.claim.kept_rows`)."""
+
+    columns: dict[str, Any]
+    metrics: dict[str, str] | None
+
+
+def point_rows(plan: Plan) -> Callable[[int], PointRow | None]:
+    """What a row of each point would hold before its metrics (its validated, flattened
+    config's columns, and its workload's declared metric columns), by job number; None
+    for a point not in ``plan`` or whose config does not build or validate (its run
+    reports that). What resume checks a kept row against (:func:`claim.kept_rows`)."""
     points = {p.num: p for p in plan.points}
 
-    def of(num: int) -> str | None:
+    def of(num: int) -> PointRow | None:
         point = points.get(num)
         if point is None:
             return None
@@ -429,9 +442,9 @@ def point_hashes(plan: Plan) -> Callable[[int], str | None]:
                     cfg: Any = typed.build(base, point.assigned)
                 else:
                     cfg = plan.task_config(point)
-                _, columns = job.prepare(cfg)
+                checked, columns = job.prepare(cfg)
         except Exception:
             return None
-        return config_hash(columns)
+        return PointRow(columns, METRICS.get(type(checked.workload)))
 
     return of

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from hydra.core.override_parser.types import Override
+
 from kernbench.config.unread import READ_BY_PATTERN, unread_keys
 from kernbench.sweep.plan import Plan, Point
+from kernbench.units import INT64_MAX
 
 # Value overrides that can change which keys a point reads (its workload or pattern):
 # with one of these the point's own config is composed to decide, else its shape's.
@@ -53,10 +56,11 @@ def drop_repeats(plan: Plan) -> tuple[Plan, Dropped]:
     keys: set[str] = set()
     for point in plan.points:
         unread = _unread(plan, point, unread_of_shape[point.shape])
-        read = tuple(v.input_line for v in point.values if v.key_or_group not in unread)
+        # a value no config could take (-1, 2^64) stays in the point: its error row
+        read = tuple(v.input_line for v in point.values if not _unread_value(v, unread))
         identity = (point.shape, read)
         if identity in seen:
-            keys.update(v.key_or_group for v in point.values if v.key_or_group in unread)
+            keys.update(v.key_or_group for v in point.values if _unread_value(v, unread))
             continue
         seen.add(identity)
         kept.append(point)
@@ -65,6 +69,16 @@ def drop_repeats(plan: Plan) -> tuple[Plan, Dropped]:
     first = plan.points[0].num
     renumbered = [replace(p, num=first + i) for i, p in enumerate(kept)]
     return Plan(renumbered, plan.shapes), Dropped(len(plan.points) - len(kept), tuple(sorted(keys)))
+
+
+def _unread_value(value: Override, unread: frozenset[str]) -> bool:
+    """Whether ``value`` sets an unread key to a value the key could hold (the seed and
+    the hotspot PE: an integer in [0, 2^63)); an out-of-range one is left to make its
+    point's error row, as it would have."""
+    if value.key_or_group not in unread:
+        return False
+    given = value.value()
+    return type(given) is int and 0 <= given <= INT64_MAX
 
 
 def _unread(plan: Plan, point: Point, of_shape: frozenset[str]) -> frozenset[str]:

@@ -43,7 +43,7 @@ from kernbench.files import write_atomic
 from kernbench.results import pareto
 from kernbench.sweep import callbacks, claim, outputs, pool, stop
 from kernbench.sweep.plan import Plan, Planner, screen, value_errors, without_hydra
-from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_hashes
+from kernbench.sweep.points import TIMEOUT_KEY, Chunk, PointResult, is_point_task, point_rows
 from kernbench.sweep.repeats import drop_repeats
 from kernbench.sweep.run import (
     CLUSTER_CHUNK,
@@ -323,16 +323,16 @@ class FastSweeper(Sweeper):
             if local and not self.dry_run:  # workers start while the points are composed
                 self.launcher.start_workers(len(jobs), without_hydra(self.config), request)
             plan = Planner(self.hydra_context.config_loader, self.config).plan(jobs)
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            if self.dry_run:  # writes nothing: the directory may hold another sweep
+                callbacks.nothing_to_merge(sweep_dir)
+                return dry_run(plan, is_point_task(self.task_function))
+            screen(plan)  # every point's values, the ones dropped below included
             if is_point_task(self.task_function):  # kernbench's own points: their keys known
                 plan, dropped = drop_repeats(plan)
                 if dropped.count:
                     outputs.say(dropped.describe(len(jobs)))
                     jobs = [p.overrides for p in plan.points]
-            sweep_dir = Path(str(self.config.hydra.sweep.dir))
-            if self.dry_run:  # writes nothing: the directory may hold another sweep
-                callbacks.nothing_to_merge(sweep_dir)
-                return dry_run(plan, is_point_task(self.task_function))
-            screen(plan)
             outputs.check_writable(sweep_dir, outputs.location_key(self.config, "sweep"))
             with outputs.reported(sweep_dir), claim.claimed(sweep_dir, jobs, self.resume):
                 write_atomic(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(self.config))
@@ -369,7 +369,7 @@ class FastSweeper(Sweeper):
             "parent": parent(),
             "point_timeout_s": self.point_timeout_s,
         }
-        resumed = claim.kept_rows(sweep_dir, point_hashes(plan)) if self.resume else None
+        resumed = claim.kept_rows(sweep_dir, point_rows(plan)) if self.resume else None
         kept = resumed.rows if resumed is not None else {}
         todo = Plan([p for p in plan.points if p.num not in kept], plan.shapes)
         # Per-shape work, done before the points start, on the plan the chunks are cut
