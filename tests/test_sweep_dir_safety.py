@@ -19,9 +19,9 @@ wrote it, ran its code as the user who swept. What must hold:
 
 The cases that plant a pickle check a sentinel file its unpickling would create.
 Another user is ``nobody`` (uid 65534) when the tests run as root (chown needs it);
-without root this process takes itself for another user instead (``os.geteuid``). ``points.log`` is written by kernbench/sweep/run.py: its case
-is a strict xfail until that write goes through :mod:`kernbench.files` (then it
-passes, and the mark must go).
+without root this process takes itself for another user instead (``os.geteuid``).
+``points.log`` is opened with :func:`kernbench.files.open_appending`, which does not
+follow a link either.
 """
 
 from __future__ import annotations
@@ -285,11 +285,6 @@ def test_a_symlink_where_a_sweep_writes_a_record_is_refused_in_one_line(tmp_path
     assert (out / "multirun.yaml").is_symlink() and target.read_text() == "mine\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernbench/sweep/run.py's PointsLog opens points.log without O_NOFOLLOW"
-    " (kernbench.files.open_appending does not follow a link); another engineer's file",
-)
 def test_points_log_is_not_written_through_a_symlink(tmp_path):
     target = tmp_path / "precious"
     target.write_text("mine\n")

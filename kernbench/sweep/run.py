@@ -32,7 +32,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf._utils import get_yaml_loader
 
 from kernbench.config.columns import group_columns
-from kernbench.files import write_atomic
+from kernbench.files import open_appending, write_atomic
 from kernbench.results import STATUS_ERROR, rows_to_table, write_table_atomic
 from kernbench.results.kernels import merge_kernel_tables
 from kernbench.sweep import outputs, stop
@@ -175,7 +175,7 @@ class PointsLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.failed = False  # after a write has failed (reported once), none is tried
-        self.fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
+        self.fd = open_appending(path)  # never through a link planted there
         size = os.lseek(self.fd, 0, os.SEEK_END)
         if size and os.pread(self.fd, 1, size - 1) != b"\n":
             self.write("\n# (the previous sweep's last segment was cut short)\n")
