@@ -181,7 +181,9 @@ HARNESS = (
     "test_run_dirs.py", "test_run_stop.py", "test_stop.py", "test_stop_wrapped.py",
     "test_submitit.py", "test_sweep.py", "test_sweep_dirs.py", "test_sweep_plan.py",
     "test_sweep_plugins.py", "test_sweep_pool.py", "test_sweep_records.py",
-    "test_tutorial_files.py",
+    "test_tutorial_files.py", "test_worker_death.py", "test_seed_spread.py",
+    "test_report_summary.py", "test_sweep_dir_safety.py", "test_ray_local.py",
+    "test_yaml_alias.py", "test_resume_cache_forged.py",
 )  # fmt: skip
 
 

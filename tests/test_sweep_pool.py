@@ -81,7 +81,10 @@ def test_a_point_that_kills_its_worker_loses_only_its_own_row(plan, monkeypatch,
         3: "ok",
         4: "ok",
     }
-    assert results[DEADLY].error == "RuntimeError: its worker process died"
+    assert results[DEADLY].error == (  # it died in its chunk, then again on its retry alone
+        "its worker process died running it (exit status 3) and again on its retry alone"
+        " (exit status 3)"
+    )
     [row] = results[DEADLY].rows
     assert (row["job_num"], row["status"]) == (DEADLY, "error")
     # The row holds the point's own config: its shape's topology, its own values.
@@ -354,9 +357,9 @@ def test_a_process_whose_pool_was_killed_mid_result_exits(tmp_path):
 # A worker lost with its chunks at the moment the sweep stops. The first chunk kills
 # the one worker that takes it (unpickled there, it ends the process at once, as a
 # segfault or the OOM killer would), so both chunks in flight (two per worker) are
-# lost; the stop comes as the pool asks for the next chunk. Lost chunks are abandoned
-# once stopping, not rerun point by point in fresh one-worker pools: one round, one
-# worker forked, not one more per point (four). The pool's parent counts its forks.
+# lost; the stop comes as the pool asks for the next chunk (it cuts the sweep's next
+# chunk before it forks a new pool). Lost chunks are abandoned once stopping, not rerun
+# in a new pool: one round, one worker forked. The pool's parent counts its forks.
 LOST_AT_THE_STOP = """
 import os, signal, sys
 from kernbench.sweep import stop
