@@ -3,6 +3,8 @@ a non-zero exit, and no result file that looks like a success."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf import OmegaConf
@@ -498,6 +500,28 @@ def test_the_64_bit_limits_are_inclusive(compose_cfg):
     low = OmegaConf.to_object(compose_cfg("workload.align_offset_bytes=-9223372036854775808"))
     with pytest.raises(ConfigError, match="-9223372036854775808 is not >= 0"):
         validate(low)
+
+
+@pytest.mark.parametrize("n_jobs", [0, -3 * (os.cpu_count() or 1), 100000])
+def test_a_worker_count_out_of_range_is_one_error_and_writes_nothing(tmp_path, n_jobs):
+    """0 ran one worker, 100000 forked one per point: both silently (issue 56). The
+    limits come from this machine's cores: 1 to 4 per core, or -1 to -cores."""
+    cores = os.cpu_count() or 1
+    proc, sweep = run_sweep(tmp_path, *SMALL, "workload.access_bytes=512,4096", jobs=n_jobs)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"kernbench: error: hydra.launcher.n_jobs: {n_jobs} is not a worker count: 1 to"
+        f" {4 * cores} (4 per core on {cores} cores), or -1 to -{cores} (cores + 1 +"
+        " n_jobs: -1 is one per core)"
+    ]
+    assert not sweep.exists()
+
+
+@pytest.mark.parametrize("n_jobs", [1, -1, -(os.cpu_count() or 1), 4 * (os.cpu_count() or 1)])
+def test_a_worker_count_in_range_sweeps(tmp_path, n_jobs):
+    proc, sweep = run_sweep(tmp_path, *SMALL, "workload.access_bytes=512,4096", jobs=n_jobs)
+    assert proc.returncode == 0, proc.stderr
+    assert len(merged(sweep)) == 2
 
 
 @pytest.mark.parametrize("size", [-1, 0])

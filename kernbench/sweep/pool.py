@@ -74,6 +74,25 @@ MAX_IDLE_BREAKS = 3
 _BEGIN, _RESULTS = "begin", "results"  # what a worker's message says
 
 
+# Workers past this many per core only share the cores, each holding its own copy of
+# the sweep's configs: n_jobs=100000 forked as many workers as the grid had points.
+WORKERS_PER_CORE = 4
+
+
+def n_jobs_problem(n_jobs: object) -> str | None:
+    """Why ``n_jobs`` is not a worker count this machine should run, or None: 1 to
+    :data:`WORKERS_PER_CORE` per core, or -1 to -cores as joblib counts them (0 was
+    taken as 1)."""
+    cores = os.cpu_count() or 1
+    most = cores * WORKERS_PER_CORE
+    if type(n_jobs) is int and (1 <= n_jobs <= most or -cores <= n_jobs <= -1):
+        return None
+    return (
+        f"{n_jobs!r} is not a worker count: 1 to {most} ({WORKERS_PER_CORE} per core on"
+        f" {cores} cores), or -1 to -{cores} (cores + 1 + n_jobs: -1 is one per core)"
+    )
+
+
 def worker_count(n_jobs: int | None) -> int:
     """``n_jobs`` as joblib reads it: -1 (or None) is one per core."""
     cores = os.cpu_count() or 1

@@ -75,5 +75,5 @@ class KernbenchLauncherConf:
     n_jobs: int = setting(
         -1,
         "worker processes, as joblib counts them: -1 is one per core, -2 all but one",
-        "an integer: that many workers, or for -1, -2, ... cores + 1 + n_jobs (at least 1)",
+        "1 to 4 per core, or -1 to -cores (cores + 1 + n_jobs workers)",
     )

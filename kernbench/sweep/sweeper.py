@@ -283,7 +283,12 @@ class FastSweeper(Sweeper):
                 stop.leave(request.exit_status)
 
     def check_settings(self) -> None:
-        """The sweeper's own keys, each refused in one line before anything runs."""
+        """The sweeper's own keys, and the local launcher's worker count, each refused
+        in one line before anything runs."""
+        if isinstance(self.launcher, FastLauncher):
+            problem = pool.n_jobs_problem(self.launcher.n_jobs)
+            if problem is not None:
+                _refuse("hydra.launcher.n_jobs", problem)
         size = self.chunk_size
         if size == "auto":
             self.chunk_size = size = None
