@@ -163,6 +163,34 @@ def test_a_stopped_sweep_keeps_what_is_done_and_a_rerun_finishes_it(tmp_path, si
     assert sum(row["cached"] for row in rows) == cached_before
 
 
+def test_a_stopped_uncached_sweep_says_how_to_keep_its_points_and_that_works(tmp_path):
+    """Issue 56: with cache=false the line said a rerun runs every point again, though
+    resuming into the sweep's directory keeps the merged rows. It now gives that
+    command's keys; run with them, the points done are kept, not run again."""
+    out = tmp_path / "sweep"
+    proc = start(out, *SLOW_GRID, "cache=false")
+    wait_for(proc, a_point_ended(out))
+    os.killpg(proc.pid, signal.SIGINT)
+    stderr = finish(proc)
+    assert proc.returncode == 130
+    [line] = [x for x in stderr.splitlines() if x.startswith("kernbench:")]
+    advice = f"hydra.sweeper.resume=true hydra.sweep.dir={out}"
+    found = re.fullmatch(
+        rf"kernbench: interrupted: (\d+) of 8 points done; cache=false: rerun with"
+        rf" {re.escape(advice)} to keep them and run the rest",
+        line,
+    )
+    assert found, line
+    kept = {r["job_num"]: r["sim_wall_s"] for r in pq.read_table(out / MERGED_FILE).to_pylist()}
+    assert len(kept) == int(found.group(1)) >= 1
+    rerun = run_cli(tmp_path, command(out, *SLOW_GRID, "cache=false", *advice.split()[:1]))
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    rows = pq.read_table(out / MERGED_FILE).to_pylist()
+    assert [row["job_num"] for row in rows] == list(range(8))
+    # the kept rows are the stopped sweep's own (a point run again would time anew)
+    assert {r["job_num"]: r["sim_wall_s"] for r in rows if r["job_num"] in kept} == kept
+
+
 def test_ctrl_c_while_composing_stops_before_any_point(tmp_path):
     out = tmp_path / "sweep"
     proc = start(out, *MANY_SHAPES, "cache=false")

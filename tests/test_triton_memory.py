@@ -370,6 +370,7 @@ def test_without_the_extra_the_rest_works_and_the_import_says_what_to_install(tm
     )
     assert proc.returncode == 1
     assert f"ImportError: {INSTALL_HINT}" in proc.stderr
+    assert "pip install -e '.[triton]'" in INSTALL_HINT  # what works from a checkout
     ok = run_app("topology=small", "workload.bytes_per_pe=65536")
     assert ok.returncode == 0, ok.stderr
     assert ok.ok_rows()[0]["bytes_moved"] == 4 * 65536

@@ -102,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def load_any(where: Path) -> pd.DataFrame:
     """The rows of a sweep directory, a single run's directory, or a Parquet file."""
+    if not where.exists():  # not the message of an empty directory: the path is wrong
+        raise FileNotFoundError(f"{where}: no such file or directory")
     for path in (where / MERGED_FILE, where / RESULT_FILE) if where.is_dir() else (where,):
         if path.is_file():
             return read(path)

@@ -179,13 +179,21 @@ def run_interrupted() -> NoReturn:
     leave(128 + signal.SIGINT)
 
 
-def report(request: StopRequest, done: int, total: int, cached: bool) -> None:
-    """The one line an interrupted sweep prints."""
-    rerun = (
-        "rerun the same command to finish (done points are cached)"
-        if cached
-        else "cache=false, so a rerun runs every point again"
-    )
+def report(
+    request: StopRequest, done: int, total: int, cached: bool, sweep_dir: object = None
+) -> None:
+    """The one line an interrupted sweep prints. Without the cache, the points done are
+    kept by resuming into the sweep's own directory (its results.parquet holds them; a
+    rerun of the same command would start a new, timestamped one)."""
+    if cached:
+        rerun = "rerun the same command to finish (done points are cached)"
+    elif done and sweep_dir is not None:
+        rerun = (
+            f"cache=false: rerun with hydra.sweeper.resume=true hydra.sweep.dir={sweep_dir}"
+            " to keep them and run the rest"
+        )
+    else:
+        rerun = "cache=false, so a rerun runs every point again"
     print(f"kernbench: interrupted: {done} of {total} points done; {rerun}", file=sys.stderr)
 
 

@@ -405,7 +405,7 @@ class FastSweeper(Sweeper):
             if gather.rows:
                 gather.merge()
             done = len(gather.results) + len(kept)
-            stop.report(request, done, len(plan.points), bool(base["cache_dir"]))
+            stop.report(request, done, len(plan.points), bool(base["cache_dir"]), sweep_dir)
             raise SystemExit(request.exit_status)  # sweep() leaves once this has unwound
         outcome = callbacks.with_front(gather.merge(), self.config)
         callbacks.record_outcome(outcome, sweep_dir)

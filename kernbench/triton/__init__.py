@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import os
 
-INSTALL_HINT = "kernbench.triton needs the [triton] extra: pip install 'kernbench[triton]'"
+# The install that works: kernbench installs from its checkout (no registry serves it).
+INSTALL_HINT = (
+    "kernbench.triton needs the [triton] extra: pip install -e '.[triton]' in the kernbench"
+    " checkout"
+)
 
 os.environ.setdefault("TRITON_INTERPRET", "1")
 try:
