@@ -213,6 +213,18 @@ def test_app_typo_is_one_line_and_no_run(run_app):
     assert run.rows() == []
 
 
+def test_a_preset_without_m_says_it_runs_one_point_and_how_to_sweep(run_app):
+    """Issue 56: ``+experiment=X`` without -m ran one point, exit 0, and said nothing."""
+    run = run_app("+experiment=bw_equivalence", "topology=small", "workload.bytes_per_pe=65536")
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0] == (
+        "kernbench: note: +experiment=bw_equivalence is a sweep preset; without -m this runs"
+        " one point (the preset's defaults, not its grid): kernbench -m"
+        " +experiment=bw_equivalence sweeps it"
+    )
+    assert len(run.rows()) == 1
+
+
 def _all_schema_leaves(schema: type, prefix: str) -> set[str]:
     names = set()
     for f in dataclasses.fields(schema):
@@ -554,7 +566,7 @@ SETTINGS = {
     "hydra.sweeper.dry_run": ("bool", "False", "", "validate every point"),
     "hydra.sweeper.resume": ("bool", "False", "", "run only the other points"),
     "hydra.sweeper.direction": ("any", "null", "minimize or maximize", "Pareto front"),
-    "hydra.launcher.n_jobs": ("int", "-1", "at least 1", "-1 is one per core"),
+    "hydra.launcher.n_jobs": ("int", "-1", "1 to 4 per core", "-1 is one per core"),
     "hydra.sweeper.n_trials": ("int", "20", "", "trials (points) the search runs"),
     "KERNBENCH_PURE": ("environment", "unset", "1, or 0 / unset", "from its .py source"),
 }

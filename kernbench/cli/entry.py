@@ -45,7 +45,21 @@ def before_hydra(argv: Sequence[str]) -> list[str]:
         check_overrides(overrides, multirun=args.multirun)
     except UsageError as exc:
         _fail(str(exc))
+    if not args.multirun:
+        _note_preset_without_m(overrides)
     return list(argv)
+
+
+def _note_preset_without_m(overrides: list[str]) -> None:
+    """A study preset is a grid; without -m Hydra runs its defaults once, exit 0, which
+    read as the study having run (issue 56). Said in one line before the run."""
+    for line in overrides:
+        if line.startswith("+experiment="):
+            print(
+                f"kernbench: note: {line} is a sweep preset; without -m this runs one point"
+                f" (the preset's defaults, not its grid): kernbench -m {line} sweeps it",
+                file=sys.stderr,
+            )
 
 
 def version_text() -> str:
