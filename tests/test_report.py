@@ -286,27 +286,26 @@ def test_dispatch_ratio_per_address_model_names_each_and_never_averages(tmp_path
     assert not (tmp_path / "dispatch_ratio_heatmap.png").exists()
 
 
-def test_a_report_path_that_does_not_exist_says_so(tmp_path):
-    """Issue 56: it got the message of an empty directory ("no results.parquet ... at")."""
-    missing = tmp_path / "no_such_sweep"
-    proc = subprocess.run(
-        [sys.executable, "-c", "from kernbench.report.cli import entry; entry()", str(missing)],
+def report_on(where: Path) -> subprocess.CompletedProcess:
+    """``kernbench-report WHERE`` in its own process, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-c", "from kernbench.report.cli import entry; entry()", str(where)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def test_a_report_path_that_does_not_exist_says_so(tmp_path):
+    """Issue 56: it got the message of an empty directory ("no results.parquet ... at")."""
+    missing = tmp_path / "no_such_sweep"
+    proc = report_on(missing)
     assert proc.returncode == 1
     assert proc.stderr.splitlines() == [
         f"kernbench-report: error: {missing}: no such file or directory"
     ]
     empty = tmp_path / "empty"
     empty.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", "from kernbench.report.cli import entry; entry()", str(empty)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = report_on(empty)
     assert proc.returncode == 1 and "no results.parquet or result.parquet at" in proc.stderr

@@ -270,13 +270,19 @@ def test_write_atomic_does_not_write_through_a_symlink(tmp_path):
     assert (tmp_path / "sweep" / "other").read_text() == "again"
 
 
-def test_a_symlink_where_a_sweep_writes_a_record_is_refused_in_one_line(tmp_path):
+def sweep_with_link(tmp_path: Path, name: str) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    """A two-point sweep into a directory where ``name`` is a link to a file of the
+    user's: (the sweep directory, the file, the finished process)."""
     target = tmp_path / "precious"
     target.write_text("mine\n")
     out = tmp_path / "sweep"
     out.mkdir()
-    (out / "multirun.yaml").symlink_to(target)
-    proc = run_cli(tmp_path, [*command(out, *TWO), "hydra.launcher.n_jobs=2"])
+    (out / name).symlink_to(target)
+    return out, target, run_cli(tmp_path, [*command(out, *TWO), "hydra.launcher.n_jobs=2"])
+
+
+def test_a_symlink_where_a_sweep_writes_a_record_is_refused_in_one_line(tmp_path):
+    out, target, proc = sweep_with_link(tmp_path, "multirun.yaml")
     assert proc.returncode == 1, proc.stderr[-3000:]
     line = one_error_line(proc.stderr)
     assert line.startswith(
@@ -286,12 +292,7 @@ def test_a_symlink_where_a_sweep_writes_a_record_is_refused_in_one_line(tmp_path
 
 
 def test_points_log_is_not_written_through_a_symlink(tmp_path):
-    target = tmp_path / "precious"
-    target.write_text("mine\n")
-    out = tmp_path / "sweep"
-    out.mkdir()
-    (out / "points.log").symlink_to(target)
-    proc = run_cli(tmp_path, [*command(out, *TWO), "hydra.launcher.n_jobs=2"])
+    out, target, proc = sweep_with_link(tmp_path, "points.log")
     assert target.read_text() == "mine\n"
     assert proc.returncode == 1, proc.stderr[-3000:]
     line = one_error_line(proc.stderr)
